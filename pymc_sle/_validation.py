@@ -1,0 +1,152 @@
+"""Input validation shared by the public API.
+
+Every helper raises ``ValueError`` or ``TypeError`` with a message that names the public argument,
+the expected value and the actual one, so that a user never meets a failure deep inside PyTensor.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from pytensor.graph.basic import Constant, Variable
+from pytensor.tensor.sharedvar import TensorSharedVariable
+
+__all__ = [
+    "as_index_array",
+    "check_finite_nonnegative",
+    "check_positive_parameter",
+    "constant_value",
+]
+
+
+def constant_value(value):
+    """Return the numpy value of ``value`` when it is known now, else ``None``.
+
+    Numbers, arrays, PyTensor constants and shared variables (``pm.Data``) have a value now;
+    random variables and other symbolic expressions do not.
+    """
+    if isinstance(value, Constant):
+        return np.asarray(value.data)
+    if isinstance(value, TensorSharedVariable):
+        return np.asarray(value.get_value(borrow=True))
+    if isinstance(value, Variable):
+        return None
+    return np.asarray(value)
+
+
+def _describe_nonfinite(values: np.ndarray) -> str:
+    n_nan = int(np.isnan(values).sum())
+    n_inf = int(np.isinf(values).sum())
+    parts = []
+    if n_nan:
+        parts.append(f"{n_nan} {'entry is' if n_nan == 1 else 'entries are'} NaN")
+    if n_inf:
+        parts.append(f"{n_inf} {'entry is' if n_inf == 1 else 'entries are'} infinite")
+    return " and ".join(parts)
+
+
+def check_finite_nonnegative(name: str, values: np.ndarray) -> None:
+    """Raise ``ValueError`` unless every entry of the real array ``values`` is finite and >= 0."""
+    finite = np.isfinite(values)
+    if not finite.all():
+        raise ValueError(f"`{name}` must be finite, but {_describe_nonfinite(values)}")
+    negative = values < 0
+    if negative.any():
+        raise ValueError(
+            f"`{name}` must be non-negative, but {int(negative.sum())} "
+            f"{'entry is' if negative.sum() == 1 else 'entries are'} negative "
+            f"(smallest {values.min():.6g})"
+        )
+
+
+def as_index_array(name: str, values, size: int, *, axis_name: str) -> np.ndarray:
+    """Validate integer indices into an axis of length ``size``; return them as ``int64``.
+
+    Float arrays are accepted when every entry is integral (PyMC passes ``X`` as floats).
+
+    Parameters
+    ----------
+    name : str
+        Public name of the argument, used in messages.
+    values : array_like
+        The indices.
+    size : int
+        Length of the indexed axis; valid indices are ``0 .. size - 1``.
+    axis_name : str
+        What the axis is, e.g. ``"rows of distances"``.
+    """
+    array = np.asarray(values)
+    if array.dtype == object or not (
+        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    ):
+        raise TypeError(f"`{name}` must hold integer indices, but has dtype {array.dtype}")
+    if np.issubdtype(array.dtype, np.floating):
+        if not np.isfinite(array).all():
+            raise ValueError(f"`{name}` must be finite integer indices, but {_describe_nonfinite(array)}")
+        fractional = array != np.round(array)
+        if fractional.any():
+            first = array[fractional].ravel()[0].item()
+            raise ValueError(
+                f"`{name}` must hold integer indices, but {int(fractional.sum())} "
+                f"{'entry is' if fractional.sum() == 1 else 'entries are'} not integral "
+                f"(e.g. {first!r})"
+            )
+    array = array.astype(np.int64)
+    if array.size:
+        low, high = int(array.min()), int(array.max())
+        if low < 0 or high >= size:
+            bad = low if low < 0 else high
+            raise ValueError(
+                f"`{name}` must index the {size} {axis_name} (0 to {size - 1}), but contains {bad}"
+            )
+    return array
+
+
+def check_positive_parameter(name: str, value, n_landmarks: int | None):
+    """Validate a positive parameter: a scalar, or a vector of length ``n_landmarks``.
+
+    ``n_landmarks=None`` admits scalars only. Numbers and arrays are checked for shape,
+    finiteness and positivity. Symbolic values (PyMC random variables) are checked for their
+    number of dimensions and, where PyTensor knows it, their static length; their values are the
+    prior's business.
+
+    Returns
+    -------
+    numpy.ndarray or pytensor Variable
+        ``value`` as a float64 array when it is concrete, unchanged otherwise.
+    """
+    expected = (
+        "a scalar"
+        if n_landmarks is None
+        else f"a scalar or a vector of length {n_landmarks} (one per landmark)"
+    )
+    allowed_lengths = () if n_landmarks is None else (1, n_landmarks)
+    if isinstance(value, Variable):
+        ndim = value.type.ndim
+        length = value.type.shape[0] if ndim == 1 else None
+        if ndim > 1 or (ndim == 1 and n_landmarks is None):
+            raise ValueError(f"`{name}` must be {expected}, but is a {ndim}-D tensor")
+        if length is not None and length not in allowed_lengths:
+            raise ValueError(f"`{name}` must be {expected}, but has length {length}")
+        concrete = constant_value(value)
+        if concrete is None:
+            return value
+        value = concrete
+    if isinstance(value, bool | np.bool_) or not isinstance(
+        value, numbers.Real | np.ndarray | list | tuple
+    ):
+        raise TypeError(
+            f"`{name}` must be a positive number, array or PyMC variable, but got {value!r}"
+        )
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"`{name}` must be numeric, but got {value!r}") from err
+    if array.ndim > 1 or (array.ndim == 1 and array.shape[0] not in allowed_lengths):
+        raise ValueError(f"`{name}` must be {expected}, but has shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"`{name}` must be finite, but {_describe_nonfinite(array)}")
+    if (array <= 0).any():
+        raise ValueError(f"`{name}` must be > 0, but got {array.min():.6g}")
+    return array

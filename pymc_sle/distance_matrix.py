@@ -1,0 +1,206 @@
+"""A validated, saveable matrix of distances from evaluation points (rows) to landmarks (columns)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pymc_sle._validation import as_index_array, check_finite_nonnegative
+
+__all__ = ["DistanceMatrix"]
+
+_FORMAT_VERSION = 1
+_DTYPES = {"float64": np.float64, "float32": np.float32}
+
+
+class DistanceMatrix:
+    r"""Distances :math:`D_{ij} = d(x_i, z_j)` from every point a model evaluates to landmarks.
+
+    Rows are every point the model will ever evaluate (training and test points); columns are
+    landmark candidates. For the SLE kernel the landmarks are the training points, so a square
+    all-points matrix works, and so does a rectangular ``(n_points, n_train)`` block, which is all
+    the model needs.
+
+    Parameters
+    ----------
+    values : array_like of shape (n_points, n_columns)
+        Finite, non-negative real distances. ``d`` need not be symmetric, satisfy the triangle
+        inequality or be conditionally negative definite: the SLE kernel is PSD for any ``d``.
+    dtype : {"float64", "float32"}, default "float64"
+        Storage precision. ``float32`` halves memory for large matrices; covariances are still
+        computed in PyTensor's ``floatX``.
+    metadata : dict, optional
+        JSON-serialisable facts about how the distances were made (metric, parameters, source).
+        Saved and loaded with the matrix.
+
+    Raises
+    ------
+    TypeError
+        If ``values`` is not real-valued or ``metadata`` is not JSON-serialisable.
+    ValueError
+        If ``values`` is not 2-D, is empty, or has non-finite or negative entries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_sle import DistanceMatrix
+    >>> x = np.linspace(0.0, 1.0, 5)
+    >>> D = DistanceMatrix(np.abs(x[:, None] - x[None, :]), metadata={"metric": "euclidean"})
+    >>> D.shape
+    (5, 5)
+    >>> D.take(rows=[0, 4], cols=[1]).values
+    array([[0.25],
+           [0.75]])
+    """
+
+    def __init__(self, values, *, dtype: str = "float64", metadata: dict[str, Any] | None = None):
+        if dtype not in _DTYPES:
+            raise ValueError(f"`dtype` must be one of {sorted(_DTYPES)}, but got {dtype!r}")
+        raw = np.asarray(values)
+        if raw.dtype == object or raw.dtype == bool or not np.issubdtype(raw.dtype, np.number):
+            raise TypeError(f"`values` must be a real numeric array, but has dtype {raw.dtype}")
+        if np.iscomplexobj(raw):
+            raise TypeError(f"`values` must be real, but has complex dtype {raw.dtype}")
+        if raw.ndim != 2:
+            raise ValueError(
+                f"`values` must be a 2-D array (n_points, n_columns), but has shape {raw.shape}"
+            )
+        if raw.size == 0:
+            raise ValueError(f"`values` must not be empty, but has shape {raw.shape}")
+        array = np.array(raw, dtype=_DTYPES[dtype], order="C", copy=True)
+        if np.isfinite(raw).all() and not np.isfinite(array).all():
+            raise ValueError(f"`values` overflow in {dtype}; use dtype='float64'")
+        check_finite_nonnegative("values", array)
+        array.setflags(write=False)
+        self._values = array
+        self.metadata = dict(metadata or {})
+        try:
+            json.dumps(self.metadata)
+        except TypeError as err:
+            raise TypeError(f"`metadata` must be JSON-serialisable: {err}") from err
+
+    @property
+    def values(self) -> np.ndarray:
+        """Read-only array of shape ``(n_points, n_columns)``."""
+        return self._values
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self._values.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._values.dtype
+
+    @property
+    def n_points(self) -> int:
+        """Number of rows: points the model can evaluate."""
+        return self._values.shape[0]
+
+    @property
+    def n_columns(self) -> int:
+        """Number of columns: landmark candidates."""
+        return self._values.shape[1]
+
+    def __array__(self, dtype=None, copy=None):
+        if copy:
+            return np.array(self._values, dtype=dtype)
+        return np.asarray(self._values, dtype=dtype)
+
+    def __repr__(self) -> str:
+        return f"DistanceMatrix(shape={self.shape}, dtype={self.dtype}, metadata={self.metadata})"
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, DistanceMatrix):
+            return NotImplemented
+        return (
+            self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.metadata == other.metadata
+            and bool(np.array_equal(self._values, other._values))
+        )
+
+    __hash__ = None
+
+    def take(self, rows=None, cols=None) -> DistanceMatrix:
+        """Return the sub-matrix ``D[rows][:, cols]`` as a new ``DistanceMatrix``.
+
+        Parameters
+        ----------
+        rows, cols : array_like of int, optional
+            Indices into the rows and columns; ``None`` keeps all.
+        """
+        values = self._values
+        if rows is not None:
+            values = values[as_index_array("rows", rows, self.n_points, axis_name="rows"), :]
+        if cols is not None:
+            values = values[:, as_index_array("cols", cols, self.n_columns, axis_name="columns")]
+        return DistanceMatrix(values, dtype=self.dtype.name, metadata=self.metadata)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the matrix without pickle.
+
+        ``*.npz`` stores values and metadata in one compressed archive; ``*.npy`` stores the values
+        and writes the metadata to a sidecar ``*.json`` next to it.
+
+        Returns
+        -------
+        pathlib.Path
+            The path of the values file.
+        """
+        path = Path(path)
+        header = {
+            "format_version": _FORMAT_VERSION,
+            "shape": list(self.shape),
+            "dtype": self.dtype.name,
+            "metadata": self.metadata,
+        }
+        if path.suffix == ".npz":
+            np.savez_compressed(path, values=self._values, header=np.array(json.dumps(header)))
+        elif path.suffix == ".npy":
+            np.save(path, self._values, allow_pickle=False)
+            path.with_suffix(".json").write_text(json.dumps(header, indent=2))
+        else:
+            raise ValueError(f"`path` must end in '.npz' or '.npy', but got {path.name!r}")
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> DistanceMatrix:
+        """Read a matrix written by :meth:`save` (never unpickles)."""
+        path = Path(path)
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                missing = {"values", "header"} - set(archive.files)
+                if missing:
+                    raise ValueError(f"{path} is not a DistanceMatrix archive: missing {missing}")
+                values = archive["values"]
+                header = json.loads(str(archive["header"]))
+        elif path.suffix == ".npy":
+            values = np.load(path, allow_pickle=False)
+            sidecar = path.with_suffix(".json")
+            header = json.loads(sidecar.read_text()) if sidecar.exists() else {}
+        else:
+            raise ValueError(f"`path` must end in '.npz' or '.npy', but got {path.name!r}")
+        version = header.get("format_version", _FORMAT_VERSION)
+        if version > _FORMAT_VERSION:
+            raise ValueError(
+                f"{path} has format version {version}; this pymc_sle reads up to {_FORMAT_VERSION}"
+            )
+        if "shape" in header and tuple(header["shape"]) != values.shape:
+            raise ValueError(
+                f"{path} is inconsistent: header shape {tuple(header['shape'])} but values have "
+                f"shape {values.shape}"
+            )
+        stored = values.dtype.name if values.dtype.name in _DTYPES else "float64"
+        return cls(values, dtype=header.get("dtype", stored), metadata=header.get("metadata"))
+
+
+def as_distance_matrix(distances) -> DistanceMatrix:
+    """Return ``distances`` as a :class:`DistanceMatrix`, validating arrays on the way."""
+    if isinstance(distances, DistanceMatrix):
+        return distances
+    return DistanceMatrix(distances)
