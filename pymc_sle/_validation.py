@@ -83,7 +83,9 @@ def as_index_array(name: str, values, size: int, *, axis_name: str) -> np.ndarra
         raise TypeError(f"`{name}` must hold integer indices, but has dtype {array.dtype}")
     if np.issubdtype(array.dtype, np.floating):
         if not np.isfinite(array).all():
-            raise ValueError(f"`{name}` must be finite integer indices, but {_describe_nonfinite(array)}")
+            raise ValueError(
+                f"`{name}` must be finite integer indices, but {_describe_nonfinite(array)}"
+            )
         fractional = array != np.round(array)
         if fractional.any():
             first = array[fractional].ravel()[0].item()

@@ -187,8 +187,9 @@ class SLE(Covariance):
         if _is_random(ls) and _is_random(amplitude) and params["amplitude"].ndim == 0:
             warnings.warn(
                 "Both `amplitude` and `ls` are random, but with a scalar amplitude the SLE kernel "
-                "depends on amplitude / ls only: their posterior is a ridge, which slows NUTS. "
-                "Fix amplitude=1.0, or give a per-landmark amplitude vector.",
+                "depends on amplitude / ls only: the data inform their ratio, and their joint "
+                "posterior is a ridge closed by the priors alone. Fix amplitude=1.0, or give a "
+                "per-landmark amplitude vector.",
                 UserWarning,
                 stacklevel=2,
             )

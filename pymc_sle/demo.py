@@ -43,7 +43,9 @@ class DemoSettings:
 
     @classmethod
     def quick(cls, **overrides) -> DemoSettings:
-        return cls(**{"n_train": 25, "n_test": 40, "draws": 200, "tune": 300, "chains": 2, **overrides})
+        return cls(
+            **{"n_train": 25, "n_test": 40, "draws": 200, "tune": 300, "chains": 2, **overrides}
+        )
 
 
 @dataclass
@@ -154,7 +156,9 @@ def _figure(data: IndexedRegressionData, fits: list[FittedModel], path: Path) ->
             x_train=x[data.train],
             y_train=data.y_train,
             truth=data.f_test[order],
-            title=f"{fitted.name}: RMSE {m['rmse']:.3f}, CRPS {m['crps']:.3f}, PICP {m['picp']:.3f}",
+            title=(
+                f"{fitted.name}: RMSE {m['rmse']:.3f}, CRPS {m['crps']:.3f}, PICP {m['picp']:.3f}"
+            ),
         )
     plot_bump_profile(axes[2], fits[0].idata.posterior["radius"].values)
     fig.savefig(path, dpi=120)
@@ -196,6 +200,8 @@ def run_demo(out_dir: str | Path = "sle-demo", settings: DemoSettings | None = N
     print(table.to_string(float_format=lambda v: f"{v:.4g}"))
     _figure(data, fits, out_dir / "demo.png")
     settings_dict = {k: getattr(settings, k) for k in settings.__dataclass_fields__}
-    (out_dir / "demo.json").write_text(json.dumps({"settings": settings_dict, "results": report}, indent=2))
+    (out_dir / "demo.json").write_text(
+        json.dumps({"settings": settings_dict, "results": report}, indent=2)
+    )
     print(f"\nwrote {out_dir / 'demo.png'} and {out_dir / 'demo.json'}")
     return report

@@ -1,4 +1,4 @@
-"""A validated, saveable matrix of distances from evaluation points (rows) to landmarks (columns)."""
+"""A validated, saveable matrix of distances: evaluation points (rows) to landmarks (columns)."""
 
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ class DistanceMatrix:
             )
         if raw.size == 0:
             raise ValueError(f"`values` must not be empty, but has shape {raw.shape}")
-        array = np.array(raw, dtype=_DTYPES[dtype], order="C", copy=True)
+        with np.errstate(over="ignore"):
+            array = np.array(raw, dtype=_DTYPES[dtype], order="C", copy=True)
         if np.isfinite(raw).all() and not np.isfinite(array).all():
             raise ValueError(f"`values` overflow in {dtype}; use dtype='float64'")
         check_finite_nonnegative("values", array)

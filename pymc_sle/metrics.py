@@ -23,10 +23,18 @@ __all__ = [
 
 def _as_finite(name: str, values, shape=None) -> np.ndarray:
     array = np.asarray(values, dtype=float)
-    if shape is not None and array.shape != shape:
-        raise ValueError(f"`{name}` must have shape {shape} to match `y_true`, but has {array.shape}")
+    if shape is not None:
+        try:
+            array = np.broadcast_to(array, shape)
+        except ValueError:
+            raise ValueError(
+                f"`{name}` must have shape {shape} to match `y_true` (or broadcast to it), but has "
+                f"{array.shape}"
+            ) from None
     if not np.isfinite(array).all():
-        raise ValueError(f"`{name}` must be finite, but {int((~np.isfinite(array)).sum())} entries are not")
+        raise ValueError(
+            f"`{name}` must be finite, but {int((~np.isfinite(array)).sum())} entries are not"
+        )
     return array
 
 
@@ -70,7 +78,9 @@ def crps_gaussian(y_true, mean, sd) -> float:
     mean = _as_finite("mean", mean, y_true.shape)
     sd = _positive_sd(sd, y_true.shape)
     z = (y_true - mean) / sd
-    crps = sd * (z * (2.0 * stats.norm.cdf(z) - 1.0) + 2.0 * stats.norm.pdf(z) - 1.0 / np.sqrt(np.pi))
+    crps = sd * (
+        z * (2.0 * stats.norm.cdf(z) - 1.0) + 2.0 * stats.norm.pdf(z) - 1.0 / np.sqrt(np.pi)
+    )
     return float(np.mean(crps))
 
 
@@ -106,7 +116,9 @@ def picp(y_true, lower, upper) -> float:
     lower = _as_finite("lower", lower, y_true.shape)
     upper = _as_finite("upper", upper, y_true.shape)
     if (lower > upper).any():
-        raise ValueError(f"`lower` must not exceed `upper`, but does at {int((lower > upper).sum())} points")
+        raise ValueError(
+            f"`lower` must not exceed `upper`, but does at {int((lower > upper).sum())} points"
+        )
     return float(np.mean((y_true >= lower) & (y_true <= upper)))
 
 
@@ -120,7 +132,10 @@ def picp_samples(y_true, samples, level: float = 0.95) -> float:
 
 
 def nlpd_gaussian(y_true, mean, sd) -> float:
-    r"""Mean negative log predictive density :math:`-\frac1n\sum_i \log \mathcal N(y_i \mid \mu_i, \sigma_i^2)`."""
+    r"""Mean negative log predictive density of Gaussian predictions.
+
+    .. math:: \mathrm{NLPD} = -\frac1n \sum_i \log \mathcal N(y_i \mid \mu_i, \sigma_i^2)
+    """
     y_true = _as_finite("y_true", y_true)
     mean = _as_finite("mean", mean, y_true.shape)
     sd = _positive_sd(sd, y_true.shape)
@@ -128,7 +143,7 @@ def nlpd_gaussian(y_true, mean, sd) -> float:
 
 
 def _positive_sd(sd, shape) -> np.ndarray:
-    sd = _as_finite("sd", np.broadcast_to(np.asarray(sd, dtype=float), shape))
+    sd = _as_finite("sd", sd, shape)
     if (sd <= 0).any():
         raise ValueError(f"`sd` must be > 0, but {int((sd <= 0).sum())} entries are not")
     return sd
@@ -152,7 +167,9 @@ def score_gaussian(y_true, mean, sd, level: float = 0.95) -> dict[str, float]:
     }
 
 
-def evaluate(idata, y_true, var_name: str, *, level: float = 0.95, group: str = "posterior_predictive") -> dict[str, float]:
+def evaluate(
+    idata, y_true, var_name: str, *, level: float = 0.95, group: str = "posterior_predictive"
+) -> dict[str, float]:
     """Score the predictive draws of ``var_name`` in an ArviZ ``InferenceData`` against truth.
 
     Chains and draws are pooled. RMSE uses the predictive mean; CRPS and PICP use the draws
@@ -181,9 +198,11 @@ def evaluate(idata, y_true, var_name: str, *, level: float = 0.95, group: str = 
         raise ValueError(f"`idata` has no group {group!r}; it has {idata.groups()}")
     dataset = idata[group]
     if var_name not in dataset:
-        raise ValueError(f"`var_name` {var_name!r} is not in idata.{group}; it has {list(dataset.data_vars)}")
+        raise ValueError(
+            f"`var_name` {var_name!r} is not in idata.{group}; it has {list(dataset.data_vars)}"
+        )
     values = dataset[var_name].values
-    draws = values.reshape((-1,) + values.shape[2:])
+    draws = values.reshape((-1, *values.shape[2:]))
     y_true = _as_finite("y_true", y_true)
     draws = _as_draws(draws, y_true)
     mean = draws.mean(axis=0)

@@ -54,7 +54,9 @@ def plot_bump_profile(ax, radius_draws, *, amplitude=1.0, shape=1.0, d_max=None)
         alpha=0.25,
         label="radius 95% interval",
     )
-    ax.plot(d, bump(d, median, amplitude, shape), color="C2", lw=2, label=f"median r = {median:.3g}")
+    ax.plot(
+        d, bump(d, median, amplitude, shape), color="C2", lw=2, label=f"median r = {median:.3g}"
+    )
     ax.axvline(median, color="C2", ls=":", lw=1)
     ax.set_xlabel("distance d")
     ax.set_ylabel("b(d)")

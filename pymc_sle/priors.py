@@ -59,7 +59,9 @@ class SLEBounds:
 def _target_scale(y) -> float:
     scale = float(np.std(np.asarray(y, dtype=float)))
     if not np.isfinite(scale) or scale <= 0:
-        raise ValueError(f"`y` must be finite and not constant, but its standard deviation is {scale}")
+        raise ValueError(
+            f"`y` must be finite and not constant, but its standard deviation is {scale}"
+        )
     return scale
 
 
@@ -191,7 +193,8 @@ def lognormal_between(lower: float, upper: float, mass: float = 0.95) -> dict[st
     r"""Parameters ``{"mu", "sigma"}`` of the LogNormal with ``mass`` between the bounds.
 
     Equal tails: the median is the geometric mean of the bounds and
-    :math:`\sigma = \log(\text{upper}/\text{lower}) / (2 z)`, :math:`z = \Phi^{-1}((1 + \text{mass})/2)`.
+    :math:`\sigma = \log(\text{upper}/\text{lower}) / (2 z)` with
+    :math:`z = \Phi^{-1}((1 + \text{mass})/2)`.
 
     A LogNormal rather than an InverseGamma: its upper tail is light. For the radius this
     matters, because beyond the data diameter the bump is :math:`b(d) \approx 1 - \beta d^2/r^2`

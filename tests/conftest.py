@@ -21,17 +21,25 @@ REFERENCE_INNER = {
     "expquad": lambda s: math.exp(-0.5 * s * s),
     "matern12": lambda s: math.exp(-s),
     "matern32": lambda s: (1.0 + math.sqrt(3.0) * s) * math.exp(-math.sqrt(3.0) * s),
-    "matern52": lambda s: (1.0 + math.sqrt(5.0) * s + 5.0 * s * s / 3.0) * math.exp(-math.sqrt(5.0) * s),
+    "matern52": lambda s: (
+        (1.0 + math.sqrt(5.0) * s + 5.0 * s * s / 3.0) * math.exp(-math.sqrt(5.0) * s)
+    ),
 }
 
 
-def reference_sle(D, rows, cols, landmarks, *, radius, ls, amplitude=1.0, shape=1.0, inner="matern32"):
+def reference_sle(
+    D, rows, cols, landmarks, *, radius, ls, amplitude=1.0, shape=1.0, inner="matern32"
+):
     """Paper Eqs. (5)-(7) with loops: phi by bumps, Euclidean norm, inner kernel of norm / ls."""
     m = len(landmarks)
-    a, r, beta = (np.broadcast_to(np.asarray(p, dtype=float), (m,)) for p in (amplitude, radius, shape))
+    a, r, beta = (
+        np.broadcast_to(np.asarray(p, dtype=float), (m,)) for p in (amplitude, radius, shape)
+    )
 
     def phi(i):
-        return np.array([reference_bump(D[i, z], a[j], r[j], beta[j]) for j, z in enumerate(landmarks)])
+        return np.array(
+            [reference_bump(D[i, z], a[j], r[j], beta[j]) for j, z in enumerate(landmarks)]
+        )
 
     h = REFERENCE_INNER[inner]
     K = np.empty((len(rows), len(cols)))

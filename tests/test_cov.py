@@ -29,7 +29,12 @@ def _params(stationary: bool, symbolic: bool):
 
 
 CONFIGS = [
-    pytest.param(inner, stationary, symbolic, id=f"{inner}-{'st' if stationary else 'ns'}-{'pt' if symbolic else 'np'}")
+    pytest.param(
+        inner,
+        stationary,
+        symbolic,
+        id=f"{inner}-{'st' if stationary else 'ns'}-{'pt' if symbolic else 'np'}",
+    )
     for inner in INNERS
     for stationary in (True, False)
     for symbolic in (False, True)
@@ -46,7 +51,9 @@ def test_full_matches_reference_and_properties(graph_distances, inner, stationar
     cov = SLE(graph_distances, LANDMARKS, ls=0.7, inner=inner, **params)
     X = ROWS[:, None]
     K = cov(X).eval()
-    expected = reference_sle(graph_distances, ROWS, ROWS, LANDMARKS, ls=0.7, inner=inner, **_numeric(params))
+    expected = reference_sle(
+        graph_distances, ROWS, ROWS, LANDMARKS, ls=0.7, inner=inner, **_numeric(params)
+    )
     np.testing.assert_allclose(K, expected, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(K, K.T)
     np.testing.assert_array_equal(np.diag(K), cov(X, diag=True).eval())
@@ -62,14 +69,16 @@ def test_cross_covariance_matches_reference(graph_distances, inner, stationary, 
     cov = SLE(graph_distances, LANDMARKS, ls=0.7, inner=inner, **params)
     Xs = np.array([[0], [5], [22], [38]])
     K = cov(ROWS[:, None], Xs).eval()
-    expected = reference_sle(graph_distances, ROWS, Xs[:, 0], LANDMARKS, ls=0.7, inner=inner, **_numeric(params))
+    expected = reference_sle(
+        graph_distances, ROWS, Xs[:, 0], LANDMARKS, ls=0.7, inner=inner, **_numeric(params)
+    )
     np.testing.assert_allclose(K, expected, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("inner", INNERS)
 def test_psd_on_a_distance_where_the_plain_kernel_is_indefinite(graph_distances, inner):
     # Plugging the distance straight into a Gaussian kernel gives an indefinite matrix ...
-    plain = np.exp(-(graph_distances / 0.5) ** 2)
+    plain = np.exp(-((graph_distances / 0.5) ** 2))
     assert np.linalg.eigvalsh(plain).min() < -1e-3
     # ... while SLE on the very same distances is PSD for every radius.
     X = np.arange(40)[:, None]
@@ -129,12 +138,16 @@ def _gradient_check(graph_distances, name, value, stationary_other=True):
         cov = SLE(graph_distances, LANDMARKS, inner="matern32", **kwargs)
         return pt.sum(cov(ROWS[:, None]) * weights)
 
-    pytensor.gradient.verify_grad(projected, [np.asarray(value, dtype=float)], rng=np.random.default_rng(2))
+    pytensor.gradient.verify_grad(
+        projected, [np.asarray(value, dtype=float)], rng=np.random.default_rng(2)
+    )
 
 
 @pytest.mark.parametrize("name", ["radius", "amplitude", "shape", "ls"])
 def test_gradient_matches_finite_differences_scalar(graph_distances, name):
-    _gradient_check(graph_distances, name, {"radius": 0.7, "amplitude": 1.2, "shape": 0.9, "ls": 0.6}[name])
+    _gradient_check(
+        graph_distances, name, {"radius": 0.7, "amplitude": 1.2, "shape": 0.9, "ls": 0.6}[name]
+    )
 
 
 @pytest.mark.parametrize("name", ["radius", "amplitude", "shape"])
@@ -190,7 +203,9 @@ def test_scaled_cov_gives_a_position_dependent_signal(graph_distances):
 
 def test_accepts_distance_matrix_float32_and_custom_stationary(graph_distances):
     D32 = DistanceMatrix(graph_distances, dtype="float32")
-    cov = SLE(D32, LANDMARKS, radius=0.6, ls=0.7, inner=pm.gp.cov.RatQuad, inner_kwargs={"alpha": 2.0})
+    cov = SLE(
+        D32, LANDMARKS, radius=0.6, ls=0.7, inner=pm.gp.cov.RatQuad, inner_kwargs={"alpha": 2.0}
+    )
     K = cov(ROWS[:, None]).eval()
     assert K.dtype == np.float64
     phi = bump(D32.values[np.ix_(ROWS, LANDMARKS)].astype(float), 0.6)
@@ -213,7 +228,9 @@ def test_rejects_duplicate_landmarks(line_distances):
 
 
 def test_rejects_out_of_range_landmarks(line_distances):
-    with pytest.raises(ValueError, match=r"`landmarks` must index the 12 columns .* \(0 to 11\), but contains 12"):
+    with pytest.raises(
+        ValueError, match=r"`landmarks` must index the 12 columns .* \(0 to 11\), but contains 12"
+    ):
         SLE(line_distances, [0, 12], radius=0.5, ls=1.0)
 
 
@@ -249,19 +266,25 @@ def test_rejects_nan_amplitude(line_distances):
 
 
 def test_rejects_wrong_length_shape_vector(line_distances):
-    with pytest.raises(ValueError, match=r"`shape` must be a scalar or a vector of length 12 .* shape \(5,\)"):
+    with pytest.raises(
+        ValueError, match=r"`shape` must be a scalar or a vector of length 12 .* shape \(5,\)"
+    ):
         SLE(line_distances, radius=0.5, ls=1.0, shape=np.ones(5))
 
 
 def test_rejects_matrix_radius(line_distances):
-    with pytest.raises(ValueError, match=r"`radius` must be a scalar or a vector .* shape \(12, 1\)"):
+    with pytest.raises(
+        ValueError, match=r"`radius` must be a scalar or a vector .* shape \(12, 1\)"
+    ):
         SLE(line_distances, radius=np.ones((12, 1)), ls=1.0)
 
 
 def test_rejects_random_variable_of_wrong_length(line_distances):
     with pm.Model():
         r = pm.HalfNormal("r", shape=3)
-        with pytest.raises(ValueError, match="`radius` must be a scalar or a vector of length 12 .* has length 3"):
+        with pytest.raises(
+            ValueError, match=r"`radius` must be a scalar or a vector of length 12 .* has length 3"
+        ):
             SLE(line_distances, radius=r, ls=1.0)
 
 
@@ -302,13 +325,17 @@ def test_rejects_invalid_distances():
 
 def test_rejects_non_integral_X(line_distances):
     cov = SLE(line_distances, radius=0.5, ls=1.0)
-    with pytest.raises(ValueError, match=r"`X` must hold integer indices, but 1 entry is not integral \(e.g. 1.5\)"):
+    with pytest.raises(
+        ValueError, match=r"`X` must hold integer indices, but 1 entry is not integral \(e.g. 1.5\)"
+    ):
         cov(np.array([[0.0], [1.5]]))
 
 
 def test_rejects_out_of_range_Xs(line_distances):
     cov = SLE(line_distances, radius=0.5, ls=1.0)
-    with pytest.raises(ValueError, match=r"`Xs` must index the 12 rows of `distances` \(0 to 11\), but contains 40"):
+    with pytest.raises(
+        ValueError, match=r"`Xs` must index the 12 rows of `distances` \(0 to 11\), but contains 40"
+    ):
         cov(np.array([[0]]), np.array([[40]]))
 
 
