@@ -107,7 +107,7 @@ def radius_bounds(distances, rows=None, cols=None, *, lower: str = "min") -> tup
     >>> radius_bounds(D)
     (0.1, 1.0)
     >>> radius_bounds(D, lower="nearest")
-    (0.15000000000000002, 1.0)
+    (0.15, 1.0)
     """
     if lower not in ("min", "nearest"):
         raise ValueError(f"`lower` must be 'min' or 'nearest', but got {lower!r}")
