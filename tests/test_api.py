@@ -15,6 +15,7 @@ MODULES = [
     "pymc_sle.plotting",
     "pymc_sle.demo",
     "pymc_sle.cli",
+    "pymc_sle.distances",
 ]
 
 

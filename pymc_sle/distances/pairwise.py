@@ -1,0 +1,283 @@
+"""The engine behind every distance builder: any metric, only the pairs you need, in parallel."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import joblib
+import numpy as np
+
+from pymc_sle._validation import as_index_array
+from pymc_sle.distance_matrix import DistanceMatrix
+from pymc_sle.distances._store import ChunkStore
+
+__all__ = ["MetricError", "pairwise"]
+
+_MANIFEST_FORMAT = 1
+
+
+class MetricError(RuntimeError):
+    """A metric failed or returned an invalid value for a named pair of items."""
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """One block of the output: row positions ``rows``, column positions ``cols``."""
+
+    key: tuple[int, int]
+    rows: np.ndarray
+    cols: np.ndarray
+    triangular: bool  # a diagonal block of a symmetric computation: upper triangle only
+
+    @property
+    def n_pairs(self) -> int:
+        n = self.rows.size
+        return n * (n - 1) // 2 if self.triangular else n * self.cols.size
+
+
+def _compute_chunk(metric, row_items, col_items, row_ids, col_ids, triangular) -> np.ndarray:
+    """Evaluate ``metric`` on a block; runs in a worker process."""
+    block = np.zeros((len(row_items), len(col_items)))
+    for i, a in enumerate(row_items):
+        for j in range(i + 1 if triangular else 0, len(col_items)):
+            try:
+                block[i, j] = metric(a, col_items[j])
+            except Exception as err:
+                raise MetricError(
+                    f"metric failed on items ({row_ids[i]}, {col_ids[j]}): "
+                    f"{type(err).__name__}: {err}"
+                ) from err
+    if triangular:
+        block += block.T
+    return block
+
+
+def _metric_name(metric) -> str:
+    name = getattr(metric, "__qualname__", None) or type(metric).__qualname__
+    return f"{getattr(metric, '__module__', '')}.{name}"
+
+
+def _metric_fingerprint(metric, metric_id: str | None) -> str:
+    if metric_id is not None:
+        return metric_id
+    try:
+        return f"{_metric_name(metric)}:{joblib.hash(metric)}"
+    except Exception:  # objects joblib cannot hash (e.g. closures): identify by name only
+        return _metric_name(metric)
+
+
+def _plan(n_rows: int, n_cols: int, symmetric: bool, chunk_size: int) -> list[_Chunk]:
+    row_blocks = [np.arange(s, min(s + chunk_size, n_rows)) for s in range(0, n_rows, chunk_size)]
+    col_blocks = [np.arange(s, min(s + chunk_size, n_cols)) for s in range(0, n_cols, chunk_size)]
+    return [
+        _Chunk((bi, bj), rows, cols, triangular=symmetric and bi == bj)
+        for bi, rows in enumerate(row_blocks)
+        for bj, cols in enumerate(col_blocks)
+        if not symmetric or bi <= bj
+    ]
+
+
+def _tasks(chunks, items, row_ids, col_ids, metric):
+    for chunk in chunks:
+        rid, cid = row_ids[chunk.rows], col_ids[chunk.cols]
+        yield (
+            chunk,
+            (metric, [items[i] for i in rid], [items[j] for j in cid], rid, cid, chunk.triangular),
+        )
+
+
+def _run_joblib(tasks, n_jobs: int) -> Iterator[tuple[_Chunk, np.ndarray]]:
+    tasks = list(tasks)
+    parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+    results = parallel(joblib.delayed(_keyed)(chunk.key, args) for chunk, args in tasks)
+    by_key = {chunk.key: chunk for chunk, _ in tasks}
+    for key, block in results:
+        yield by_key[key], block
+
+
+def _keyed(key, args):
+    return key, _compute_chunk(*args)
+
+
+def _run_dask(tasks, client) -> Iterator[tuple[_Chunk, np.ndarray]]:
+    try:
+        from distributed import Client, as_completed
+    except ImportError as err:
+        raise ImportError("`client` needs dask.distributed: pip install 'pymc-sle[dask]'") from err
+    own_client = isinstance(client, str)
+    if own_client:
+        client = Client(client)
+    elif not isinstance(client, Client):
+        raise TypeError(
+            "`client` must be a dask.distributed.Client or a scheduler address, but got "
+            f"{type(client).__name__}"
+        )
+    try:
+        futures = {}
+        for chunk, args in tasks:
+            futures[client.submit(_compute_chunk, *args, pure=False)] = chunk
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    finally:
+        if own_client:
+            client.close()
+
+
+def _check_block(block: np.ndarray, chunk: _Chunk, row_ids, col_ids) -> None:
+    bad = ~np.isfinite(block) | (block < 0)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise MetricError(
+            "metric must return finite, non-negative distances, but returned "
+            f"{block[i, j].item()!r} for items ({row_ids[chunk.rows[i]]}, {col_ids[chunk.cols[j]]})"
+        )
+
+
+def pairwise(
+    items: Sequence,
+    metric: Callable[[object, object], float],
+    rows=None,
+    cols=None,
+    *,
+    symmetric: bool | None = None,
+    n_jobs: int = -1,
+    chunk_size: int | None = None,
+    store: str | os.PathLike | None = None,
+    client=None,
+    progress: bool = True,
+    metric_id: str | None = None,
+) -> DistanceMatrix:
+    r"""Distances :math:`D_{ij} = d(\text{items}[\text{rows}_i], \text{items}[\text{cols}_j])`.
+
+    Only the requested ``rows x cols`` block is computed -- for an SLE model, every evaluated
+    point against the landmarks, not all pairs. Blocks of pairs run in parallel processes
+    (joblib) or on a Dask cluster, and can be written to a resumable on-disk ``store``.
+
+    Parameters
+    ----------
+    items : sequence
+        Anything indexable with ``len``: strings, arrays, graphs, ...
+    metric : callable
+        ``metric(a, b) -> float``, finite and non-negative. Must be picklable for ``n_jobs != 1``
+        (module-level functions and class instances are; joblib also handles lambdas).
+    rows, cols : array_like of int, optional
+        Indices into ``items``; ``None`` means all.
+    symmetric : bool, optional
+        Compute each unordered pair once and set ``D[i, i] = 0``; requires ``rows == cols``.
+        Default: True when ``rows`` and ``cols`` are identical, which assumes a symmetric metric
+        with ``d(x, x) = 0``; pass ``False`` for anything else.
+    n_jobs : int, default -1
+        Worker processes (-1: all cores; 1: run in this process).
+    chunk_size : int, optional
+        Rows and columns per block (default: ~8 blocks along the longer side, at most 256).
+    store : path, optional
+        Directory for finished blocks. A rerun with the same items, metric, rows and cols
+        resumes, computing only missing blocks; a different computation is refused.
+    client : dask.distributed.Client or str, optional
+        Run blocks on this Dask cluster (or the scheduler at this address) instead of joblib.
+    progress : bool, default True
+        Show a tqdm progress bar of pairs.
+    metric_id : str, optional
+        Identity of the metric recorded in the store's manifest; default: its qualified name and
+        a hash of its pickled state.
+
+    Returns
+    -------
+    DistanceMatrix of shape (len(rows), len(cols))
+
+    Raises
+    ------
+    MetricError
+        Naming the pair of items for which ``metric`` raised or returned a non-finite or negative
+        value.
+
+    Examples
+    --------
+    >>> from pymc_sle.distances import edit_distance, pairwise
+    >>> words = ["kitten", "sitting", "mitten", "fitting"]
+    >>> pairwise(words, edit_distance, cols=[0, 1], n_jobs=1, progress=False).values
+    array([[0., 3.],
+           [3., 0.],
+           [1., 4.],
+           [4., 1.]])
+    """
+    n_items = len(items)
+    row_ids = (
+        np.arange(n_items)
+        if rows is None
+        else as_index_array("rows", rows, n_items, axis_name="items")
+    )
+    col_ids = (
+        np.arange(n_items)
+        if cols is None
+        else as_index_array("cols", cols, n_items, axis_name="items")
+    )
+    if row_ids.ndim != 1 or col_ids.ndim != 1 or row_ids.size == 0 or col_ids.size == 0:
+        raise ValueError(
+            "`rows` and `cols` must be non-empty 1-D index arrays, but have shapes "
+            f"{row_ids.shape} and {col_ids.shape}"
+        )
+    same = row_ids.shape == col_ids.shape and np.array_equal(row_ids, col_ids)
+    if symmetric is None:
+        symmetric = same
+    elif symmetric and not same:
+        raise ValueError("`symmetric=True` requires `rows` and `cols` to be the same indices")
+    if chunk_size is None:
+        chunk_size = int(np.clip(math.ceil(max(row_ids.size, col_ids.size) / 8), 1, 256))
+    elif not isinstance(chunk_size, int | np.integer) or chunk_size < 1:
+        raise ValueError(f"`chunk_size` must be a positive integer, but got {chunk_size!r}")
+    if not isinstance(n_jobs, int | np.integer) or n_jobs == 0 or n_jobs < -1:
+        raise ValueError(f"`n_jobs` must be -1 or a positive integer, but got {n_jobs!r}")
+
+    chunks = _plan(row_ids.size, col_ids.size, symmetric, chunk_size)
+    values = np.zeros((row_ids.size, col_ids.size))
+    fingerprint = _metric_fingerprint(metric, metric_id)
+
+    def place(chunk: _Chunk, block: np.ndarray) -> None:
+        values[np.ix_(chunk.rows, chunk.cols)] = block
+        if symmetric and not chunk.triangular:
+            values[np.ix_(chunk.cols, chunk.rows)] = block.T
+
+    chunk_store = None
+    if store is not None:
+        chunk_store = ChunkStore(
+            store,
+            {
+                "format": _MANIFEST_FORMAT,
+                "metric": fingerprint,
+                "items": joblib.hash(list(items) if not isinstance(items, np.ndarray) else items),
+                "rows": joblib.hash(row_ids),
+                "cols": joblib.hash(col_ids),
+                "shape": [int(row_ids.size), int(col_ids.size)],
+                "symmetric": bool(symmetric),
+                "chunk_size": int(chunk_size),
+            },
+        )
+        finished = chunk_store.finished()
+        for chunk in chunks:
+            if chunk.key in finished:
+                place(chunk, chunk_store.load(chunk.key))
+        chunks = [chunk for chunk in chunks if chunk.key not in finished]
+
+    from tqdm.auto import tqdm
+
+    tasks = _tasks(chunks, items, row_ids, col_ids, metric)
+    results = _run_dask(tasks, client) if client is not None else _run_joblib(tasks, n_jobs)
+    with tqdm(total=sum(c.n_pairs for c in chunks), unit="pair", disable=not progress) as bar:
+        for chunk, block in results:
+            _check_block(block, chunk, row_ids, col_ids)
+            if chunk_store is not None:
+                chunk_store.save(chunk.key, block)
+            place(chunk, block)
+            bar.update(chunk.n_pairs)
+    return DistanceMatrix(
+        values,
+        metadata={
+            "metric": metric_id if metric_id is not None else _metric_name(metric),
+            "rows": row_ids.tolist() if rows is not None else None,
+            "cols": col_ids.tolist() if cols is not None else None,
+        },
+    )
