@@ -3,7 +3,18 @@
 Every builder returns a :class:`~pymc_sle.DistanceMatrix`.
 """
 
+from pymc_sle.distances.geodesic import GEODESIC_METHODS, Mesh, geodesic, load_mesh
 from pymc_sle.distances.pairwise import MetricError, pairwise
 from pymc_sle.distances.strings import edit_distance
+from pymc_sle.distances.transport import wasserstein
 
-__all__ = ["MetricError", "edit_distance", "pairwise"]
+__all__ = [
+    "GEODESIC_METHODS",
+    "Mesh",
+    "MetricError",
+    "edit_distance",
+    "geodesic",
+    "load_mesh",
+    "pairwise",
+    "wasserstein",
+]
