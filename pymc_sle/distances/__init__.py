@@ -5,6 +5,7 @@ Every builder returns a :class:`~pymc_sle.DistanceMatrix`.
 
 from pymc_sle.distances.geodesic import GEODESIC_METHODS, Mesh, geodesic, load_mesh
 from pymc_sle.distances.pairwise import MetricError, pairwise
+from pymc_sle.distances.sliced import random_projections, sliced_wasserstein
 from pymc_sle.distances.strings import edit_distance
 from pymc_sle.distances.transport import wasserstein
 
@@ -16,5 +17,7 @@ __all__ = [
     "geodesic",
     "load_mesh",
     "pairwise",
+    "random_projections",
+    "sliced_wasserstein",
     "wasserstein",
 ]

@@ -201,8 +201,8 @@ def pairwise(
     >>> pairwise(words, edit_distance, cols=[0, 1], n_jobs=1, progress=False).values
     array([[0., 3.],
            [3., 0.],
-           [1., 4.],
-           [4., 1.]])
+           [1., 3.],
+           [3., 1.]])
     """
     n_items = len(items)
     row_ids = (
