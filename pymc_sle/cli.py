@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+import numpy as np
 
 __all__ = ["main"]
 
@@ -25,6 +28,64 @@ def _demo(args: argparse.Namespace) -> int:
     }
     settings = DemoSettings.quick(**overrides) if args.quick else DemoSettings(**overrides)
     run_demo(args.out, settings)
+    return 0
+
+
+def _indices(text: str) -> list[int]:
+    """Parse ``--rows``/``--cols``: ``"0:100"``, ``"3,7,9"`` or a ``.npy``/``.txt`` file."""
+    path = Path(text)
+    if path.suffix in (".npy", ".txt") and path.exists():
+        values = np.load(path) if path.suffix == ".npy" else np.loadtxt(path, ndmin=1)
+        return [int(v) for v in np.ravel(values)]
+    try:
+        if ":" in text:
+            start, stop = (int(part) for part in text.split(":"))
+            return list(range(start, stop))
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected 'start:stop', a comma-separated list or a .npy/.txt file, got {text!r}"
+        ) from None
+
+
+def _distances(args: argparse.Namespace) -> int:
+    from pymc_sle import distances
+
+    common = {"rows": args.rows, "cols": args.cols}
+    if args.kind == "geodesic":
+        mesh = distances.load_mesh(args.input)
+        result = distances.geodesic(
+            mesh.vertices,
+            mesh.faces,
+            **common,
+            method=args.method,
+            n_jobs=args.jobs,
+            progress=not args.quiet,
+        )
+    else:
+        measures = np.load(args.input, allow_pickle=False)
+        engine = {
+            "n_jobs": args.jobs,
+            "store": args.store,
+            "client": args.scheduler,
+            "progress": not args.quiet,
+            "squared": args.squared,
+            "spacing": args.spacing,
+        }
+        if args.kind == "wasserstein":
+            result = distances.wasserstein(measures, **common, **engine)
+        else:
+            result = distances.sliced_wasserstein(
+                measures,
+                **common,
+                **engine,
+                n_projections=args.projections,
+                seed=args.seed,
+                method=args.method,
+                n_quantiles=args.quantiles,
+            )
+    path = result.save(args.out)
+    print(f"wrote {path}: {result.shape[0]} x {result.shape[1]} {result.metadata['metric']}")
     return 0
 
 
@@ -55,6 +116,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--sampler", choices=["pymc", "nutpie", "numpyro", "blackjax"], help="NUTS implementation"
     )
     demo.set_defaults(handler=_demo)
+
+    dist = commands.add_parser("distances", help="compute a distance matrix and save it")
+    kinds = dist.add_subparsers(dest="kind", required=True)
+    for kind, help_text, input_help in (
+        ("geodesic", "geodesic distances on a triangle mesh", "mesh file (OBJ, PLY, STL, ...)"),
+        ("wasserstein", "exact W2 between images", ".npy array of shape (n, *grid)"),
+        ("sliced", "sliced W2 between images", ".npy array of shape (n, *grid)"),
+    ):
+        sub = kinds.add_parser(kind, help=help_text)
+        sub.add_argument("input", help=input_help)
+        sub.add_argument("--out", required=True, help="output DistanceMatrix (.npz or .npy)")
+        sub.add_argument("--rows", type=_indices, help="row indices: 'a:b', 'i,j,k' or a file")
+        sub.add_argument("--cols", type=_indices, help="column indices (landmarks), same forms")
+        sub.add_argument("--jobs", type=int, default=-1, help="worker processes (default: all)")
+        sub.add_argument("--quiet", action="store_true", help="no progress bar")
+        if kind == "geodesic":
+            sub.add_argument("--method", choices=["graph", "heat", "exact"], default="graph")
+            continue
+        sub.add_argument("--squared", action="store_true", help="squared distances")
+        sub.add_argument("--spacing", type=float, default=1.0, help="pixel size")
+        sub.add_argument("--store", help="directory of finished blocks, to resume a killed run")
+        sub.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+        if kind == "sliced":
+            sub.add_argument("--projections", type=_positive_int, default=50)
+            sub.add_argument("--seed", type=int, default=0)
+            sub.add_argument("--method", choices=["auto", "quantiles", "pairwise"], default="auto")
+            sub.add_argument("--quantiles", type=_positive_int, default=4096)
+    dist.set_defaults(handler=_distances)
     return parser
 
 

@@ -120,6 +120,12 @@ def _sources_exact(mesh: Mesh, sources: np.ndarray) -> np.ndarray:
     return np.stack([algorithm.geodesicDistances(np.array([s]), None)[0] for s in sources])
 
 
+def _solve(method: str, mesh: Mesh, sources: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """Distances from ``sources`` to ``rows`` (all vertices if None), shape (sources, rows)."""
+    distances = _SOLVERS[method](mesh, sources)
+    return distances if rows is None else distances[:, rows]
+
+
 _SOLVERS = {"graph": _sources_graph, "heat": _sources_heat, "exact": _sources_exact}
 _EXTRA = {"heat": "potpourri3d", "exact": "pygeodesic"}
 
@@ -202,18 +208,19 @@ def geodesic(
 
     from tqdm.auto import tqdm
 
+    sources, position = np.unique(col_ids, return_inverse=True)
     n_workers = joblib.cpu_count() if n_jobs == -1 else max(1, int(n_jobs))
-    blocks = np.array_split(np.unique(col_ids), min(col_ids.size, 4 * n_workers))
-    solver = _SOLVERS[method]
-    columns = joblib.Parallel(n_jobs=n_jobs, return_as="generator")(
-        joblib.delayed(solver)(mesh, block) for block in blocks
+    blocks = np.array_split(np.arange(sources.size), min(sources.size, 4 * n_workers))
+    results = joblib.Parallel(n_jobs=n_jobs, return_as="generator")(
+        joblib.delayed(_solve)(method, mesh, sources[block], None if rows is None else row_ids)
+        for block in blocks
     )
-    by_source = {}
+    by_source = np.empty((sources.size, row_ids.size))
     for block, result in zip(
-        blocks, tqdm(columns, total=len(blocks), disable=not progress), strict=True
+        blocks, tqdm(results, total=len(blocks), disable=not progress), strict=True
     ):
-        by_source.update(zip(block.tolist(), result[:, row_ids], strict=True))
-    values = np.stack([by_source[c] for c in col_ids.tolist()], axis=1)
+        by_source[block] = result
+    values = by_source[position].T
     return DistanceMatrix(
         values,
         metadata={

@@ -1,0 +1,35 @@
+"""Benchmark scripts run end to end in their quick mode, so that they cannot rot."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def test_distances_benchmark_quick(tmp_path):
+    trimesh = pytest.importorskip("trimesh")
+    mesh = tmp_path / "sphere.obj"
+    trimesh.creation.icosphere(3).export(mesh)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "distances.py"),
+            "--quick",
+            "--mesh",
+            str(mesh),
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((tmp_path / "distances_quick.json").read_text())
+    assert results["geodesic"]["n_vertices"] == 642
+    assert results["exact_w2"]["max_relative_error_vs_reference"] < 1e-9
+    assert (tmp_path / "distances_quick.md").read_text().startswith("# Distance builders")
