@@ -29,6 +29,22 @@ def test_pairwise_method_equals_pot_with_the_same_projections(images):
         assert D.values[i, j] == pytest.approx(_pot(images, i, j, projections), rel=1e-12)
 
 
+@pytest.mark.parametrize("squared", [False, True])
+def test_exact_method_equals_pot_for_every_pair(images, squared):
+    D = sliced_wasserstein(images, n_projections=20, seed=3, squared=squared, progress=False)
+    projections = random_projections(2, 20, seed=3)
+    for i in range(6):
+        for j in range(6):
+            expected = _pot(images, i, j, projections) ** (2 if squared else 1)
+            assert D.values[i, j] == pytest.approx(expected, rel=1e-10, abs=1e-12)
+
+
+def test_exact_method_rows_cols_equal_the_symmetric_computation(images):
+    full = sliced_wasserstein(images, progress=False).values
+    block = sliced_wasserstein(images, rows=[4, 1], cols=[1, 5, 0], progress=False).values
+    np.testing.assert_allclose(block, full[np.ix_([4, 1], [1, 5, 0])], rtol=1e-12)
+
+
 def test_quantiles_method_is_a_converging_lower_bound(images):
     exact = sliced_wasserstein(
         images, method="pairwise", n_jobs=1, progress=False, squared=True
@@ -37,7 +53,7 @@ def test_quantiles_method_is_a_converging_lower_bound(images):
     errors = []
     for n_quantiles in (64, 512, 4096):
         approx = sliced_wasserstein(
-            images, n_quantiles=n_quantiles, progress=False, squared=True
+            images, method="quantiles", n_quantiles=n_quantiles, progress=False, squared=True
         ).values
         assert np.all(approx[off] <= exact[off] * (1 + 1e-12))  # within-bin variance is dropped
         errors.append(np.max((exact[off] - approx[off]) / exact[off]))
@@ -48,7 +64,7 @@ def test_quantiles_method_is_a_converging_lower_bound(images):
 def test_quantiles_method_is_exact_for_point_masses():
     images = np.zeros((3, 9, 9))
     images[0, 1, 1] = images[1, 7, 2] = images[2, 4, 8] = 1.0
-    fast = sliced_wasserstein(images, progress=False, n_quantiles=7).values
+    fast = sliced_wasserstein(images, method="quantiles", progress=False, n_quantiles=7).values
     exact = sliced_wasserstein(images, method="pairwise", n_jobs=1, progress=False).values
     np.testing.assert_allclose(fast, exact, rtol=1e-12)
 
@@ -62,7 +78,7 @@ def test_rows_cols_block_and_spacing(images):
 
 def test_quantile_distance_is_hilbertian(images):
     # Quantile functions embed images in L2: exp(-SW^2 / l^2) is PSD for every l.
-    D = sliced_wasserstein(images, progress=False).values
+    D = sliced_wasserstein(images, method="quantiles", progress=False).values
     for length in (0.3, 1.0, 3.0):
         assert np.linalg.eigvalsh(np.exp(-((D / length) ** 2))).min() > -1e-12
 
@@ -81,14 +97,15 @@ def test_point_clouds_use_pot_per_pair(rng):
 
 def test_rejects_unknown_method(images):
     with pytest.raises(
-        ValueError, match="`method` must be 'auto', 'quantiles' or 'pairwise', but got 'fast'"
+        ValueError,
+        match=r"`method` must be one of \('auto', 'exact', .*\), but got 'fast'",
     ):
         sliced_wasserstein(images, method="fast")
 
 
 def test_rejects_quantiles_for_point_clouds():
-    with pytest.raises(ValueError, match="method='quantiles' needs images on a shared grid"):
-        sliced_wasserstein([(np.zeros((2, 2)), np.ones(2))], method="quantiles")
+    with pytest.raises(ValueError, match="method='exact' needs images on a shared grid"):
+        sliced_wasserstein([(np.zeros((2, 2)), np.ones(2))], method="exact")
 
 
 def test_rejects_zero_quantiles(images):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from pymc_sle._validation import as_index_array
@@ -73,6 +74,61 @@ def _bin_averaged_quantiles(
     return averaged
 
 
+@numba.njit(cache=True)
+def _w2_squared_on_shared_support(values, levels_a, levels_b):
+    """Exact 1-D W2 squared of two measures on one sorted support, by a merge walk.
+
+    ``levels_a`` and ``levels_b`` are the cumulative weights (non-decreasing, last entry 1). On
+    each piece of [0, 1] between consecutive merged levels both quantile functions are constant.
+    """
+    p = values.size
+    i = 0
+    j = 0
+    t = 0.0
+    total = 0.0
+    while i < p and j < p:
+        a = levels_a[i]
+        b = levels_b[j]
+        upper = a if a < b else b
+        if upper > t:
+            gap = values[i] - values[j]
+            total += gap * gap * (upper - t)
+            t = upper
+        if a <= upper:
+            i += 1
+        if b <= upper:
+            j += 1
+    return total
+
+
+@numba.njit(parallel=True, cache=True)
+def _accumulate_w2_squared(values, levels, first, second, out):
+    for k in numba.prange(first.size):
+        out[k] += _w2_squared_on_shared_support(values, levels[first[k]], levels[second[k]])
+
+
+def _sliced_exact_on_grid(coordinates, weights, row_ids, col_ids, projections):
+    """Exact SW2 squared for all requested pairs of images on a shared grid."""
+    symmetric = row_ids.shape == col_ids.shape and bool(np.array_equal(row_ids, col_ids))
+    if symmetric:
+        upper_i, upper_j = np.triu_indices(row_ids.size, k=1)  # each unordered pair once
+    else:
+        upper_i, upper_j = (a.ravel() for a in np.indices((row_ids.size, col_ids.size)))
+    first, second = row_ids[upper_i], col_ids[upper_j]
+    totals = np.zeros(first.size)
+    for direction in projections.T:
+        values = coordinates @ direction
+        order = np.argsort(values, kind="stable")
+        levels = np.minimum(np.cumsum(weights[:, order], axis=1), 1.0)
+        levels[:, -1] = 1.0  # exact unit mass despite round-off in the cumulative sum
+        _accumulate_w2_squared(values[order], levels, first, second, totals)
+    squared = np.zeros((row_ids.size, col_ids.size))
+    squared[upper_i, upper_j] = totals / projections.shape[1]
+    if symmetric:
+        squared += squared.T
+    return squared
+
+
 def _sliced_by_quantiles(coordinates, weights, row_ids, col_ids, projections, n_quantiles):
     needed = np.union1d(row_ids, col_ids)
     position = {index: k for k, index in enumerate(needed.tolist())}
@@ -134,14 +190,18 @@ def sliced_wasserstein(
         Return :math:`SW_2^2`.
     spacing : float, default 1.0
         Pixel size.
-    method : {"auto", "quantiles", "pairwise"}
-        ``"quantiles"`` (images only): every image's quantile functions are averaged exactly over
-        ``n_quantiles`` equal bins of :math:`[0, 1]`, and all pairs follow from one matrix
-        product per projection -- seconds for 500 x 500 images. It under-estimates
-        :math:`SW_2^2` by the within-bin variance of :math:`Q_\mu - Q_\nu`, which shrinks as
-        ``1 / n_quantiles``. ``"pairwise"``: POT's ``sliced_wasserstein_distance`` per pair with
-        the same projections, exact, through :func:`~pymc_sle.distances.pairwise` (parallel,
-        resumable). ``"auto"``: quantiles for images, pairwise for point clouds.
+    method : {"auto", "exact", "quantiles", "pairwise"}
+        ``"exact"`` (images only): all projected measures share one sorted support, so each
+        pair's 1-D W2 is a merge walk over the two cumulative-weight sequences, compiled and
+        parallel over pairs: exact, :math:`O(n^2 p K)`, about a minute for 500 x 500
+        64 x 64 images on 2 cores. ``"quantiles"`` (images only): every image's quantile
+        functions are averaged exactly over ``n_quantiles`` equal bins of :math:`[0, 1]`, and
+        all pairs follow from one matrix product per projection -- seconds for 500 x 500
+        images -- but it under-estimates :math:`SW_2^2` by the within-bin variance of
+        :math:`Q_\mu - Q_\nu` (see the benchmark for its size). ``"pairwise"``: POT's
+        ``sliced_wasserstein_distance`` per pair with the same projections, through
+        :func:`~pymc_sle.distances.pairwise` (parallel, resumable). ``"auto"``: exact for
+        images, pairwise for point clouds.
     n_quantiles : int, default 4096
         Quantile bins of the ``"quantiles"`` method.
     n_jobs, chunk_size, store, client, progress
@@ -161,14 +221,17 @@ def sliced_wasserstein(
     >>> round(float(D[0, 1]), 1)  # 3 * sqrt(E[cos^2]) = 3 / sqrt(2)
     2.1
     """
-    if method not in ("auto", "quantiles", "pairwise"):
-        raise ValueError(f"`method` must be 'auto', 'quantiles' or 'pairwise', but got {method!r}")
+    methods = ("auto", "exact", "quantiles", "pairwise")
+    if method not in methods:
+        raise ValueError(f"`method` must be one of {methods}, but got {method!r}")
     if not isinstance(n_quantiles, int | np.integer) or n_quantiles < 1:
         raise ValueError(f"`n_quantiles` must be a positive integer, but got {n_quantiles!r}")
     prepared = as_measures(measures, spacing)
     on_grid = prepared.grid_shape is not None
-    if method == "quantiles" and not on_grid:
-        raise ValueError("method='quantiles' needs images on a shared grid, not point clouds")
+    if method in ("exact", "quantiles") and not on_grid:
+        raise ValueError(f"method={method!r} needs images on a shared grid, not point clouds")
+    if method == "auto":
+        method = "exact" if on_grid else "pairwise"
     if on_grid:
         grid = prepared.grid_shape
         coordinates = np.indices(grid, dtype=float).reshape(len(grid), -1).T * prepared.spacing
@@ -178,13 +241,12 @@ def sliced_wasserstein(
         dimension = prepared.items[0][0].shape[1]
     projections = random_projections(dimension, n_projections, seed)
     description = (
-        f"sliced-wasserstein-2(n_projections={n_projections}, seed={seed}, "
-        f"method={'quantiles' if on_grid and method != 'pairwise' else 'pairwise'}"
-        f"{f', n_quantiles={n_quantiles}' if on_grid and method != 'pairwise' else ''}"
+        f"sliced-wasserstein-2(n_projections={n_projections}, seed={seed}, method={method}"
+        f"{f', n_quantiles={n_quantiles}' if method == 'quantiles' else ''}"
         f"{', squared' if squared else ''})"
     )
 
-    if method == "pairwise" or not on_grid:
+    if method == "pairwise":
         result = pairwise(
             prepared.items,
             _PotSliced(projections, coordinates),
@@ -206,7 +268,12 @@ def sliced_wasserstein(
     weights = np.zeros((n, coordinates.shape[0]))
     for i, (support, w) in enumerate(prepared.items):
         weights[i, support] = w
-    values = _sliced_by_quantiles(coordinates, weights, row_ids, col_ids, projections, n_quantiles)
+    if method == "exact":
+        values = _sliced_exact_on_grid(coordinates, weights, row_ids, col_ids, projections)
+    else:
+        values = _sliced_by_quantiles(
+            coordinates, weights, row_ids, col_ids, projections, n_quantiles
+        )
     same = row_ids[:, None] == col_ids[None, :]
     values[same] = 0.0
     return DistanceMatrix(
