@@ -93,6 +93,14 @@ def test_load_mesh_merges_duplicated_vertices(tmp_path):
     assert mesh.n_vertices == len(sphere.vertices) and mesh.n_components == 1
 
 
+def test_load_mesh_warns_about_several_components(tmp_path):
+    path = tmp_path / "two.obj"
+    path.write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 5 0 0\nv 6 0 0\nv 5 1 0\nf 1 2 3\nf 4 5 6\n")
+    with pytest.warns(UserWarning, match=r"has 2 connected components of \[3, 3\] vertices"):
+        mesh = load_mesh(path)
+    assert mesh.n_components == 2
+
+
 def test_disconnected_mesh_is_reported_and_rejected():
     vertices = np.array(
         [[0, 0, 0], [1, 0, 0], [0, 1, 0], [5, 0, 0], [6, 0, 0], [5, 1, 0], [6, 1, 0]], float

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -99,7 +100,17 @@ def load_mesh(path: str | os.PathLike) -> Mesh:
         raise ImportError("load_mesh needs trimesh: pip install 'pymc-sle[mesh]'") from err
     loaded = trimesh.load(os.fspath(path), process=True, force="mesh")
     loaded.merge_vertices(merge_tex=True, merge_norm=True)
-    return Mesh(np.asarray(loaded.vertices), np.asarray(loaded.faces))
+    mesh = Mesh(np.asarray(loaded.vertices), np.asarray(loaded.faces))
+    if mesh.n_components > 1:
+        sizes = np.sort(np.bincount(mesh.component_labels))[::-1]
+        warnings.warn(
+            f"{os.fspath(path)} has {mesh.n_components} connected components of "
+            f"{sizes[:5].tolist()}{'...' if sizes.size > 5 else ''} vertices; geodesics between "
+            "components do not exist. Use mesh.largest_component().",
+            UserWarning,
+            stacklevel=2,
+        )
+    return mesh
 
 
 def _sources_graph(mesh: Mesh, sources: np.ndarray) -> np.ndarray:
