@@ -17,6 +17,7 @@ __all__ = [
     "check_finite_nonnegative",
     "check_positive_parameter",
     "constant_value",
+    "indices_or_all",
 ]
 
 
@@ -103,6 +104,18 @@ def as_index_array(name: str, values, size: int, *, axis_name: str) -> np.ndarra
                 f"`{name}` must index the {size} {axis_name} (0 to {size - 1}), but contains {bad}"
             )
     return array
+
+
+def indices_or_all(name: str, values, size: int, *, axis_name: str) -> np.ndarray:
+    """A non-empty 1-D :func:`as_index_array` of ``values``; all of ``0 .. size - 1`` if None."""
+    if values is None:
+        return np.arange(size)
+    indices = as_index_array(name, values, size, axis_name=axis_name)
+    if indices.ndim != 1 or indices.size == 0:
+        raise ValueError(
+            f"`{name}` must be a non-empty 1-D array of indices, but has shape {indices.shape}"
+        )
+    return indices
 
 
 def check_positive_parameter(name: str, value, n_landmarks: int | None):

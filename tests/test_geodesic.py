@@ -144,3 +144,11 @@ def test_rejects_non_finite_vertices():
     vertices[0, 0] = np.nan
     with pytest.raises(ValueError, match="`vertices` must be finite"):
         Mesh(vertices, faces)
+
+
+def test_rejects_two_dimensional_cols():
+    vertices, faces = flat_grid(3)
+    with pytest.raises(
+        ValueError, match=r"`cols` must be a non-empty 1-D array of indices, but has shape \(1, 2\)"
+    ):
+        geodesic(vertices, faces, cols=[[0, 1]])

@@ -158,7 +158,9 @@ def test_rejects_out_of_range_rows():
 
 
 def test_rejects_empty_cols():
-    with pytest.raises(ValueError, match="non-empty 1-D index arrays"):
+    with pytest.raises(
+        ValueError, match=r"`cols` must be a non-empty 1-D array of indices, but has shape \(0,\)"
+    ):
         pairwise(WORDS, edit_distance, cols=np.array([], dtype=int))
 
 

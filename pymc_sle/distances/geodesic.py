@@ -12,7 +12,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
-from pymc_sle._validation import as_index_array
+from pymc_sle._validation import as_index_array, indices_or_all
 from pymc_sle.distance_matrix import DistanceMatrix
 
 __all__ = ["GEODESIC_METHODS", "Mesh", "geodesic", "load_mesh"]
@@ -201,12 +201,8 @@ def geodesic(
             ) from err
     mesh = Mesh(vertices, faces)
     n = mesh.n_vertices
-    row_ids = (
-        np.arange(n) if rows is None else as_index_array("rows", rows, n, axis_name="vertices")
-    )
-    col_ids = (
-        np.arange(n) if cols is None else as_index_array("cols", cols, n, axis_name="vertices")
-    )
+    row_ids = indices_or_all("rows", rows, n, axis_name="vertices")
+    col_ids = indices_or_all("cols", cols, n, axis_name="vertices")
     labels = mesh.component_labels  # also builds the edge graph once, before workers get the mesh
     split = np.flatnonzero(labels[row_ids][:, None] != labels[col_ids][None, :])
     if split.size:

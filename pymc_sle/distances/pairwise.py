@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import joblib
 import numpy as np
 
-from pymc_sle._validation import as_index_array
+from pymc_sle._validation import indices_or_all
 from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.distances._store import ChunkStore
 
@@ -205,21 +205,8 @@ def pairwise(
            [3., 1.]])
     """
     n_items = len(items)
-    row_ids = (
-        np.arange(n_items)
-        if rows is None
-        else as_index_array("rows", rows, n_items, axis_name="items")
-    )
-    col_ids = (
-        np.arange(n_items)
-        if cols is None
-        else as_index_array("cols", cols, n_items, axis_name="items")
-    )
-    if row_ids.ndim != 1 or col_ids.ndim != 1 or row_ids.size == 0 or col_ids.size == 0:
-        raise ValueError(
-            "`rows` and `cols` must be non-empty 1-D index arrays, but have shapes "
-            f"{row_ids.shape} and {col_ids.shape}"
-        )
+    row_ids = indices_or_all("rows", rows, n_items, axis_name="items")
+    col_ids = indices_or_all("cols", cols, n_items, axis_name="items")
     same = row_ids.shape == col_ids.shape and np.array_equal(row_ids, col_ids)
     if symmetric is None:
         symmetric = same

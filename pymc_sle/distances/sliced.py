@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from pymc_sle._validation import as_index_array
+from pymc_sle._validation import indices_or_all
 from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.distances.pairwise import pairwise
-from pymc_sle.distances.transport import as_measures
+from pymc_sle.distances.transport import as_measures, grid_coordinates
 
 __all__ = ["random_projections", "sliced_wasserstein"]
 
@@ -234,7 +234,7 @@ def sliced_wasserstein(
         method = "exact" if on_grid else "pairwise"
     if on_grid:
         grid = prepared.grid_shape
-        coordinates = np.indices(grid, dtype=float).reshape(len(grid), -1).T * prepared.spacing
+        coordinates = grid_coordinates(grid, prepared.spacing)
         dimension = len(grid)
     else:
         coordinates = None
@@ -263,8 +263,8 @@ def sliced_wasserstein(
         return DistanceMatrix(values, metadata={**result.metadata, "metric": description})
 
     n = len(prepared.items)
-    row_ids = np.arange(n) if rows is None else as_index_array("rows", rows, n, axis_name="items")
-    col_ids = np.arange(n) if cols is None else as_index_array("cols", cols, n, axis_name="items")
+    row_ids = indices_or_all("rows", rows, n, axis_name="items")
+    col_ids = indices_or_all("cols", cols, n, axis_name="items")
     weights = np.zeros((n, coordinates.shape[0]))
     for i, (support, w) in enumerate(prepared.items):
         weights[i, support] = w

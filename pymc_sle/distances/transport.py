@@ -12,7 +12,7 @@ import numpy as np
 from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.distances.pairwise import pairwise
 
-__all__ = ["as_measures", "wasserstein"]
+__all__ = ["as_measures", "grid_coordinates", "wasserstein"]
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,15 @@ def as_measures(measures, spacing: float = 1.0) -> _Measures:
     return _Measures(items, None, float(spacing))
 
 
+def grid_coordinates(grid_shape: tuple[int, ...], spacing: float) -> np.ndarray:
+    """Pixel-centre coordinates of shape (prod(grid_shape), len(grid_shape)), in row-major order."""
+    return np.indices(grid_shape, dtype=float).reshape(len(grid_shape), -1).T * spacing
+
+
 @functools.lru_cache(maxsize=4)
 def _grid_cost(grid_shape: tuple[int, ...], spacing: float) -> np.ndarray:
     """Squared Euclidean cost between all pixel centres; built once per worker process."""
-    coordinates = np.indices(grid_shape, dtype=float).reshape(len(grid_shape), -1).T * spacing
+    coordinates = grid_coordinates(grid_shape, spacing)
     squared = np.sum(coordinates**2, axis=1)
     cost = squared[:, None] + squared[None, :] - 2.0 * coordinates @ coordinates.T
     return np.maximum(cost, 0.0)
