@@ -81,3 +81,16 @@ def test_distances_rejects_bad_index_spec(capsys):
             ["distances", "sliced", "x.npy", "--out", "d.npz", "--rows", "a-b"]
         )
     assert "expected 'start:stop'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_full_demo_meets_the_acceptance_criteria(tmp_path):
+    # Issue 2's "done when": SLE PICP in [0.85, 1], r-hat < 1.01 for every hyperparameter, and
+    # no divergences, with the demo's default settings (about 1.5 minutes on 2 cores).
+    assert main(["demo", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "demo.json").read_text())["results"]
+    sle = report["SLE (Matern 3/2)"]
+    assert 0.85 <= sle["picp"] <= 1.0
+    for scores in report.values():
+        assert scores["max_rhat"] < 1.01
+        assert scores["divergences"] == 0
