@@ -89,36 +89,38 @@ def _tasks(chunks, items, row_ids, col_ids, metric):
         )
 
 
+def _chunk_and_block(chunk: _Chunk, args) -> tuple[_Chunk, np.ndarray]:
+    return chunk, _compute_chunk(*args)
+
+
 def _run_joblib(tasks, n_jobs: int) -> Iterator[tuple[_Chunk, np.ndarray]]:
-    tasks = list(tasks)
     parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")
-    results = parallel(joblib.delayed(_keyed)(chunk.key, args) for chunk, args in tasks)
-    by_key = {chunk.key: chunk for chunk, _ in tasks}
-    for key, block in results:
-        yield by_key[key], block
+    yield from parallel(joblib.delayed(_chunk_and_block)(chunk, args) for chunk, args in tasks)
 
 
-def _keyed(key, args):
-    return key, _compute_chunk(*args)
-
-
-def _run_dask(tasks, client) -> Iterator[tuple[_Chunk, np.ndarray]]:
+def _check_client(client) -> None:
+    """Reject a wrong ``client`` before anything is computed or written."""
+    if isinstance(client, str):
+        return
     try:
-        from distributed import Client, as_completed
+        from distributed import Client
     except ImportError as err:
         raise ImportError("`client` needs dask.distributed: pip install 'pymc-sle[dask]'") from err
-    own_client = isinstance(client, str)
-    if own_client:
-        client = Client(client)
-    elif not isinstance(client, Client):
+    if not isinstance(client, Client):
         raise TypeError(
             "`client` must be a dask.distributed.Client or a scheduler address, but got "
             f"{type(client).__name__}"
         )
+
+
+def _run_dask(tasks, client) -> Iterator[tuple[_Chunk, np.ndarray]]:
+    from distributed import Client, as_completed
+
+    own_client = isinstance(client, str)
+    if own_client:
+        client = Client(client)
     try:
-        futures = {}
-        for chunk, args in tasks:
-            futures[client.submit(_compute_chunk, *args, pure=False)] = chunk
+        futures = {client.submit(_compute_chunk, *args, pure=False): chunk for chunk, args in tasks}
         for future in as_completed(futures):
             yield futures[future], future.result()
     finally:
@@ -218,6 +220,8 @@ def pairwise(
         raise ValueError(f"`chunk_size` must be a positive integer, but got {chunk_size!r}")
     if not isinstance(n_jobs, int | np.integer) or n_jobs == 0 or n_jobs < -1:
         raise ValueError(f"`n_jobs` must be -1 or a positive integer, but got {n_jobs!r}")
+    if client is not None:
+        _check_client(client)
 
     chunks = _plan(row_ids.size, col_ids.size, symmetric, chunk_size)
     values = np.zeros((row_ids.size, col_ids.size))
