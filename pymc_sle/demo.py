@@ -104,7 +104,8 @@ def fit(
     model, gp, X_test = build(data)
     hyperparameters = [rv.name for rv in model.free_RVs]
     # Chains run in parallel processes (PyMC) or threads (nutpie); a BLAS thread pool per chain
-    # oversubscribes the cores and busy-waits: measured 6x slower on 2 cores for this model.
+    # oversubscribes the cores and busy-waits: 6.2x slower on 2 cores for this model
+    # (benchmarks/blas_threads.py).
     with model, threadpool_limits(limits=1, user_api="blas"):
         idata = pm.sample(
             draws=settings.draws,

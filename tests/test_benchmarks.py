@@ -33,3 +33,15 @@ def test_distances_benchmark_quick(tmp_path):
     assert results["geodesic"]["n_vertices"] == 642
     assert results["exact_w2"]["max_relative_error_vs_reference"] < 1e-9
     assert (tmp_path / "distances_quick.md").read_text().startswith("# Distance builders")
+
+
+def test_blas_threads_benchmark_quick(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "blas_threads.py"), "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = json.loads((tmp_path / "blas_threads_quick.json").read_text())["runs"]
+    assert runs["default"]["post_tuning_steps"] == runs["one_blas_thread"]["post_tuning_steps"]
