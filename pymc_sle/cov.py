@@ -5,15 +5,24 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pymc as pm
 import pytensor.tensor as pt
+from pymc.distributions.transforms import Interval
 from pymc.gp.cov import Covariance, ExpQuad, Matern12, Matern32, Matern52, Stationary
 from pytensor.graph.basic import Variable
 
 from pymc_sle._validation import as_index_array, check_positive_parameter, constant_value
 from pymc_sle.bump import bump
 from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
+from pymc_sle.embedding import SparsePattern, dense_squared_distances, sparse_squared_distances
 
-__all__ = ["SLE", "INNER_KERNELS"]
+__all__ = ["SLE", "INNER_KERNELS", "SPARSE_FILL_THRESHOLD"]
+
+#: ``embedding="auto"`` takes the sparse path when at most this fraction of the training
+#: embedding can be non-zero (``benchmarks/results/performance.md`` measures the crossover).
+SPARSE_FILL_THRESHOLD = 0.25
+
+_EMBEDDINGS = ("auto", "dense", "sparse")
 
 #: Names accepted by ``SLE(inner=...)`` and the PyMC stationary kernel each stands for.
 INNER_KERNELS: dict[str, type[Stationary]] = {
@@ -54,6 +63,20 @@ def _safe_sqrt(x):
 
 def _is_random(value) -> bool:
     return isinstance(value, Variable) and constant_value(value) is None
+
+
+def _prior_upper_bound(variable) -> float | None:
+    """The constant upper bound of a model variable's support (e.g. ``pm.Uniform``), if any."""
+    try:
+        model = pm.modelcontext(None)
+    except TypeError:  # no model on the context stack
+        return None
+    transform = model.rvs_to_transforms.get(variable)
+    if not isinstance(transform, Interval):
+        return None
+    _, upper, _, upper_bounded = transform.get_a_and_b(variable.owner.inputs)
+    upper = constant_value(upper) if upper_bounded else None
+    return None if upper is None or upper.ndim > 0 else float(upper)
 
 
 class SLE(Covariance):
@@ -110,6 +133,17 @@ class SLE(Covariance):
         Number of columns of ``X``, as in PyMC's covariances.
     active_dims : sequence of one int, optional
         Which column of ``X`` holds the row index (default: column 0).
+    radius_max : float, optional
+        An upper bound on ``radius``. It makes the embedding's support known in advance: only
+        distances below ``radius_max`` can give non-zeros. A random ``radius`` is then used as
+        ``min(radius, radius_max)``, so give it a prior bounded by ``radius_max``. Inferred when
+        ``radius`` is fixed (its largest value) or is a model variable with a constant upper
+        bound (``pm.Uniform``, ``pm.Truncated``).
+    embedding : {"auto", "dense", "sparse"}, default "auto"
+        How the training covariance is computed. ``"dense"`` evaluates the full ``(n, m)``
+        embedding; ``"sparse"`` only its possible non-zeros (needs a known ``radius_max`` and a
+        concrete ``X``); ``"auto"`` is sparse when at most `SPARSE_FILL_THRESHOLD` of the
+        embedding can be non-zero. Both give the same values and gradients.
 
     Raises
     ------
@@ -152,6 +186,8 @@ class SLE(Covariance):
         inner_kwargs: dict | None = None,
         input_dim: int = 1,
         active_dims=None,
+        radius_max: float | None = None,
+        embedding: str = "auto",
     ):
         super().__init__(input_dim, active_dims)
         if len(self.active_dims) != 1:
@@ -196,10 +232,38 @@ class SLE(Covariance):
         self.radius, self.amplitude, self.shape, self.ls = (
             pt.as_tensor_variable(params[k]) for k in ("radius", "amplitude", "shape", "ls")
         )
+        if embedding not in _EMBEDDINGS:
+            raise ValueError(f"`embedding` must be one of {_EMBEDDINGS}, but got {embedding!r}")
+        self.embedding = embedding
+        self.radius_max = self._resolve_radius_max(radius, radius_max)
+        if embedding == "sparse" and self.radius_max is None:
+            raise ValueError(
+                "embedding='sparse' needs a bounded radius: pass `radius_max`, a fixed `radius`, "
+                "or a radius prior with a constant upper bound (pm.Uniform, pm.Truncated)"
+            )
+        if self.radius_max is not None and _is_random(radius):
+            self.radius = pt.minimum(self.radius, self.radius_max)
         self.inner = _resolve_inner(inner, inner_kwargs)
         self._landmark_block = pt.constant(
             np.ascontiguousarray(self.distances.values[:, landmarks]), name="sle_distances"
         )
+
+    @staticmethod
+    def _resolve_radius_max(radius, radius_max) -> float | None:
+        fixed = constant_value(radius)
+        if radius_max is not None:
+            radius_max = float(check_positive_parameter("radius_max", radius_max, None))
+            if fixed is not None and fixed.max() > radius_max:
+                raise ValueError(
+                    f"`radius_max` must be >= `radius`, but got radius_max={radius_max:.6g} "
+                    f"and a largest radius of {fixed.max():.6g}"
+                )
+            return radius_max
+        if fixed is not None:
+            return float(fixed.max())
+        if isinstance(radius, Variable):
+            return _prior_upper_bound(radius)
+        return None
 
     @property
     def n_landmarks(self) -> int:
@@ -230,6 +294,43 @@ class SLE(Covariance):
     def _embed_rows(self, rows):
         return bump(self._landmark_block[rows], self.radius, self.amplitude, self.shape)
 
+    def _landmark_distances(self, X) -> np.ndarray | None:
+        """Distances from the rows of concrete ``X`` to the landmarks; ``None`` if symbolic."""
+        concrete = constant_value(X)
+        if concrete is None:
+            return None
+        rows = concrete[:, int(self.active_dims[0])].astype(np.int64)
+        return self.distances.values[np.ix_(rows, self.landmarks)]
+
+    def sparse_pattern(self, X) -> SparsePattern | None:
+        """Where the embedding of concrete ``X`` can be non-zero; ``None`` if unknown."""
+        block = self._landmark_distances(X)
+        if block is None or self.radius_max is None:
+            return None
+        return SparsePattern(block < self.radius_max)
+
+    def _training_squared_distances(self, X, rows):
+        pattern = None if self.embedding == "dense" else self.sparse_pattern(X)
+        if self.embedding == "sparse" and pattern is None:
+            raise ValueError(
+                "embedding='sparse' needs a concrete `X` (numbers or pm.Data), but got a "
+                "symbolic expression"
+            )
+        if pattern is None or (self.embedding == "auto" and pattern.fill > SPARSE_FILL_THRESHOLD):
+            return dense_squared_distances(self._embed_rows(rows))
+        cols = pattern.col_index
+
+        def per_entry(param):
+            return param[cols] if param.ndim == 1 else param
+
+        values = bump(
+            pattern.gather(self._landmark_distances(X)),
+            per_entry(self.radius),
+            per_entry(self.amplitude),
+            per_entry(self.shape),
+        )
+        return sparse_squared_distances(values, pattern)
+
     def _kernel_of_squared_distance(self, squared):
         return self.inner.full_from_distance(_safe_sqrt(squared) / self.ls, squared=False)
 
@@ -243,15 +344,15 @@ class SLE(Covariance):
         Entries for equal row indices are exactly 0, so duplicates and the diagonal are exact.
         """
         rows = self._rows(X, "X")
-        phi = self._embed_rows(rows)
         if Xs is None:
-            cols, phi_s = rows, phi
+            cols = rows
+            squared = self._training_squared_distances(X, rows)
         else:
             cols = self._rows(Xs, "Xs")
-            phi_s = self._embed_rows(cols)
-        norms = pt.sum(pt.square(phi), axis=1)
-        norms_s = norms if Xs is None else pt.sum(pt.square(phi_s), axis=1)
-        squared = norms[:, None] + norms_s[None, :] - 2.0 * pt.dot(phi, phi_s.T)
+            phi, phi_s = self._embed_rows(rows), self._embed_rows(cols)
+            norms = pt.sum(pt.square(phi), axis=1)
+            norms_s = pt.sum(pt.square(phi_s), axis=1)
+            squared = norms[:, None] + norms_s[None, :] - 2.0 * pt.dot(phi, phi_s.T)
         same_point = pt.eq(rows[:, None], cols[None, :])
         return pt.switch(same_point, 0.0, pt.maximum(squared, 0.0))
 

@@ -1,0 +1,333 @@
+"""The analytic-gradient marginal likelihood and the dense/sparse embedding distances.
+
+Every fast path is checked against a plain PyTensor or numpy reference (values and gradients),
+on the C and NUMBA backends, and NUMBA must never fall back to object mode.
+"""
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.graph import ancestors
+from scipy.stats import multivariate_normal
+
+import pymc_sle
+from pymc_sle import SLE
+from pymc_sle.datasets import one_dimensional
+from pymc_sle.embedding import SparsePattern, dense_squared_distances, sparse_squared_distances
+from pymc_sle.gaussian import GaussianLogDensity, gaussian_logp
+
+MODES = ["FAST_RUN", "NUMBA"]
+
+
+def compile_fn(inputs, outputs, mode):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*object mode.*")
+        return pytensor.function(inputs, outputs, mode=mode)
+
+
+def random_spd(n, seed):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(n, n))
+    return A @ A.T / n + 0.5 * np.eye(n)
+
+
+# -- GaussianLogDensity ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("n", [1, 2, 17])
+def test_gaussian_log_density_matches_scipy(mode, n):
+    cov, residual = random_spd(n, n), np.random.default_rng(n).normal(size=n)
+    K, r = pt.dmatrix("K"), pt.dvector("r")
+    logp, grad_K, grad_r = GaussianLogDensity()(K, r)
+    value, gK, gr = compile_fn([K, r], [logp, grad_K, grad_r], mode)(cov, residual)
+    assert value == pytest.approx(multivariate_normal(np.zeros(n), cov).logpdf(residual), rel=1e-12)
+    inverse = np.linalg.inv(cov)
+    alpha = inverse @ residual
+    np.testing.assert_allclose(gK, 0.5 * (np.outer(alpha, alpha) - inverse), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(gr, -alpha, rtol=1e-10)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gaussian_logp_equals_pymc_mvnormal_with_gradients(mode):
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(size=30), rng.normal(size=30)
+    ls, mu = pt.dscalar("ls"), pt.dscalar("mu")
+    K = pt.exp(-0.5 * pt.sqr(x[:, None] - x[None]) / ls**2) + 0.1 * pt.eye(30)
+    ours = gaussian_logp(y, mu * pt.ones(30), K)
+    ref = pm.logp(pm.MvNormal.dist(mu * pt.ones(30), K), y)
+    f = compile_fn([ls, mu], [ours, ref, *pt.grad(ours, [ls, mu]), *pt.grad(ref, [ls, mu])], mode)
+    out = f(0.3, 0.2)
+    assert out[0] == pytest.approx(out[1], abs=1e-8)
+    np.testing.assert_allclose(out[2:4], out[4:6], rtol=1e-8)
+
+
+def test_gaussian_gradient_matches_finite_differences():
+    rng = np.random.default_rng(1)
+    x, y = rng.uniform(size=12), rng.normal(size=12)
+
+    def logp(ls, mu):
+        K = pt.exp(-0.5 * pt.sqr(x[:, None] - x[None]) / ls**2) + 0.2 * pt.eye(12)
+        return gaussian_logp(y, mu * pt.ones(12), K)
+
+    pytensor.gradient.verify_grad(logp, [np.array(0.4), np.array(-0.3)], rng=rng)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_not_positive_definite_gives_minus_inf_and_finite_gradients(mode):
+    K, r = pt.dmatrix("K"), pt.dvector("r")
+    logp, grad_K, grad_r = GaussianLogDensity()(K, r)
+    value, gK, gr = compile_fn([K, r], [logp, grad_K, grad_r], mode)(-np.eye(3), np.ones(3))
+    assert value == -np.inf
+    assert np.isfinite(gK).all() and np.isfinite(gr).all()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_value_only_graph_skips_the_inverse(mode):
+    K, r = pt.dmatrix("K"), pt.dvector("r")
+    f = compile_fn([K, r], gaussian_logp(r, 0.0, K), mode)
+    ops = [node.op for node in f.maker.fgraph.apply_nodes]
+    assert GaussianLogDensity(False) in ops and GaussianLogDensity(True) not in ops
+    assert float(f(random_spd(4, 0), np.ones(4))) == pytest.approx(
+        multivariate_normal(np.zeros(4), random_spd(4, 0)).logpdf(np.ones(4))
+    )
+
+
+def test_value_and_gradient_share_one_node():
+    K, r = pt.dmatrix("K"), pt.dvector("r")
+    logp = gaussian_logp(r, 0.0, K)
+    f = pytensor.function([K, r], [logp, *pt.grad(logp, [K, r])])
+    nodes = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, GaussianLogDensity)]
+    assert len(nodes) == 1 and nodes[0].op.with_gradients
+
+
+def test_gaussian_log_density_validates_shapes_and_types():
+    with pytest.raises(ValueError, match="2-D `cov` and a 1-D `residual`"):
+        GaussianLogDensity()(pt.dvector(), pt.dvector())
+    with pytest.raises(TypeError, match="`cov` must be real"):
+        GaussianLogDensity()(pt.matrix(dtype="complex128"), pt.dvector())
+    K, r = pt.dmatrix("K"), pt.dvector("r")
+    f = pytensor.function([K, r], GaussianLogDensity(False)(K, r), mode="FAST_RUN")
+    with pytest.raises(ValueError, match=r"`cov` must have shape \(3, 3\)"):
+        f(np.eye(2), np.ones(3))
+
+
+def test_gradients_of_the_gradient_outputs_are_refused():
+    K, r = pt.dmatrix("K"), pt.dvector("r")
+    _, grad_K, _ = GaussianLogDensity()(K, r)
+    with pytest.raises(NotImplementedError, match="through its log density only"):
+        pt.grad(grad_K.sum(), K)
+
+
+# -- embedding distances -----------------------------------------------------------------------
+
+
+def sparse_embedding(n, m, fill, seed):
+    rng = np.random.default_rng(seed)
+    mask = rng.uniform(size=(n, m)) < fill
+    return mask, np.where(mask, rng.uniform(0.1, 1.0, size=(n, m)), 0.0)
+
+
+def reference_squared(phi):
+    return ((phi[:, None, :] - phi[None, :, :]) ** 2).sum(-1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("n", "m", "fill"), [(1, 3, 1.0), (9, 4, 0.5), (25, 40, 0.2), (30, 7, 0.0)]
+)
+def test_dense_and_sparse_distances_equal_the_reference(mode, n, m, fill):
+    mask, phi = sparse_embedding(n, m, fill, seed=n + m)
+    pattern = SparsePattern(mask)
+    weights = np.random.default_rng(0).normal(size=(n, n))
+    phi_var, values = pt.dmatrix("phi"), pt.dvector("values")
+    generic = pt.sum(pt.sqr(phi_var[:, None, :] - phi_var[None, :, :]), axis=-1)
+    dense = dense_squared_distances(phi_var)
+    sparse = sparse_squared_distances(values, pattern)
+    outputs = [generic, dense, sparse]
+    outputs += [pt.grad((o * weights).sum(), phi_var) for o in (generic, dense)]
+    outputs += [pt.grad((sparse * weights).sum(), values)]
+    f = compile_fn([phi_var, values], outputs, mode)
+    ref, d, s, g_ref, g_dense, g_sparse = f(phi, pattern.gather(phi))
+    np.testing.assert_allclose(ref, reference_squared(phi), atol=1e-12)
+    np.testing.assert_allclose(d, ref, atol=1e-12)
+    np.testing.assert_allclose(s, ref, atol=1e-12)
+    assert (np.diag(s) == 0).all()
+    np.testing.assert_allclose(g_dense, g_ref, atol=1e-10)
+    np.testing.assert_allclose(g_sparse, pattern.gather(g_ref), atol=1e-10)
+
+
+def test_sparse_pattern_layout():
+    mask = np.array([[1, 0, 1], [0, 0, 1], [1, 0, 0]], dtype=bool)
+    pattern = SparsePattern(mask)
+    assert pattern.col_ptr.tolist() == [0, 2, 2, 4]
+    assert pattern.row_index.tolist() == [0, 2, 0, 1]
+    assert pattern.col_index.tolist() == [0, 0, 2, 2]
+    assert pattern.nnz == 4 and pattern.fill == pytest.approx(4 / 9)
+    with pytest.raises(ValueError, match="`mask` must be 2-D"):
+        SparsePattern(np.ones(3, dtype=bool))
+
+
+# -- SLE: sparse vs dense, radius_max ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def planar():
+    rng = np.random.default_rng(5)
+    x = rng.uniform(size=(40, 2))
+    return np.linalg.norm(x[:, None] - x[None], axis=-1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("inner", ["matern32", "rbf"])
+@pytest.mark.parametrize("per_landmark", [False, True])
+def test_sle_sparse_equals_dense(planar, mode, inner, per_landmark):
+    X = np.arange(40)[:, None]
+    radius, ls = pt.dscalar("radius"), pt.dscalar("ls")
+    amplitude = pt.dvector("amplitude") if per_landmark else 1.0
+    weights = np.random.default_rng(1).normal(size=(40, 40))
+    outputs = []
+    for embedding in ("dense", "sparse"):
+        cov = SLE(
+            planar, radius=radius, ls=ls, amplitude=amplitude, radius_max=0.45,
+            inner=inner, embedding=embedding,
+        )  # fmt: skip
+        K = cov(X)
+        wrt = [radius, ls] + ([amplitude] if per_landmark else [])
+        outputs += [K, *pt.grad((K * weights).sum(), wrt)]
+    inputs = [radius, ls] + ([amplitude] if per_landmark else [])
+    values = [0.3, 0.8] + ([np.linspace(0.5, 1.5, 40)] if per_landmark else [])
+    out = compile_fn(inputs, outputs, mode)(*values)
+    half = len(out) // 2
+    for dense, sparse in zip(out[:half], out[half:], strict=True):
+        np.testing.assert_allclose(sparse, dense, rtol=1e-10, atol=1e-12)
+
+
+def test_auto_embedding_picks_sparse_only_below_the_threshold(planar):
+    X = np.arange(40)[:, None]
+    narrow = SLE(planar, radius=0.1, ls=1.0)
+    wide = SLE(planar, radius=2.0, ls=1.0)
+    assert narrow.sparse_pattern(X).fill <= pymc_sle.cov.SPARSE_FILL_THRESHOLD
+    assert wide.sparse_pattern(X).fill == 1.0
+
+    def op_names(cov):
+        return {type(v.owner.op).__name__ for v in ancestors([cov(X)]) if v.owner is not None}
+
+    assert "_SparseSquaredDistances" in op_names(narrow)
+    assert "_SparseSquaredDistances" not in op_names(wide)
+    np.testing.assert_allclose(
+        narrow(X).eval(), SLE(planar, radius=0.1, ls=1.0, embedding="dense")(X).eval(), atol=1e-12
+    )
+
+
+def test_radius_max_is_inferred_from_a_fixed_radius_or_a_bounded_prior(planar):
+    assert SLE(planar, radius=np.full(40, 0.2), ls=1.0).radius_max == 0.2
+    with pm.Model():
+        uniform = pm.Uniform("r", 0.1, 0.6)
+        unbounded = pm.LogNormal("r2", 0.0, 1.0)
+        assert SLE(planar, radius=uniform, ls=1.0).radius_max == 0.6
+        assert SLE(planar, radius=unbounded, ls=1.0).radius_max is None
+        assert SLE(planar, radius=unbounded, ls=1.0, radius_max=0.7).radius_max == 0.7
+
+
+def test_a_random_radius_is_capped_at_radius_max(planar):
+    X = np.arange(40)[:, None]
+    radius = pt.dscalar("radius")
+    capped = pytensor.function([radius], SLE(planar, radius=radius, ls=1.0, radius_max=0.3)(X))
+    np.testing.assert_allclose(capped(0.9), SLE(planar, radius=0.3, ls=1.0)(X).eval(), atol=1e-12)
+
+
+def test_sparse_embedding_validators(planar):
+    X = np.arange(40)[:, None]
+    with pytest.raises(ValueError, match="`embedding` must be one of"):
+        SLE(planar, radius=0.3, ls=1.0, embedding="csr")
+    with pytest.raises(ValueError, match="embedding='sparse' needs a bounded radius"):
+        SLE(planar, radius=pt.dscalar("r"), ls=1.0, embedding="sparse")
+    with pytest.raises(ValueError, match=r"`radius_max` must be >= `radius`.*0\.2.*0\.3"):
+        SLE(planar, radius=0.3, ls=1.0, radius_max=0.2)
+    with pytest.raises(ValueError, match="`radius_max` must be"):
+        SLE(planar, radius=0.3, ls=1.0, radius_max=-1.0)
+    sparse = SLE(planar, radius=0.3, ls=1.0, embedding="sparse")
+    with pytest.raises(ValueError, match="needs a concrete `X`"):
+        sparse(pt.dmatrix("X"))
+    np.testing.assert_allclose(sparse(X).eval(), SLE(planar, radius=0.3, ls=1.0)(X).eval())
+
+
+# -- pymc_sle.gp.Marginal ----------------------------------------------------------------------
+
+
+def _models(D, y, radius_prior):
+    X = np.arange(len(y))[:, None]
+    models = []
+    for gp_class in (pm.gp.Marginal, pymc_sle.gp.Marginal):
+        with pm.Model() as model:
+            radius = radius_prior()
+            ls = pm.LogNormal("ls", 0.0, 1.0)
+            eta = pm.HalfNormal("eta", 1.0)
+            sigma = pm.HalfNormal("sigma", 0.5)
+            gp = gp_class(cov_func=eta**2 * SLE(D, radius=radius, ls=ls))
+            gp.marginal_likelihood("y", X=X, y=y, sigma=sigma)
+        models.append((model, gp))
+    return models
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("bounded", [False, True])
+def test_marginal_equals_pymc_marginal_to_1e8(planar, mode, bounded):
+    y = np.sin(4 * planar[:, 0])
+
+    def radius_prior():
+        return pm.Uniform("radius", 0.2, 0.5) if bounded else pm.LogNormal("radius", -1.0, 0.3)
+
+    (plain, _), (fast, _) = _models(planar, y, radius_prior)
+    point = plain.initial_point()
+    results = []
+    for model in (plain, fast):
+        logp = model.logp()
+        grads = pt.grad(logp, model.value_vars)
+        f = compile_fn(model.value_vars, [logp, *grads], mode)
+        results.append(np.array(f(*[point[v.name] for v in model.value_vars])))
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-8, atol=1e-8)
+
+
+def test_marginal_keeps_pymc_prediction_and_forward_sampling(planar):
+    y = np.sin(4 * planar[:30, 0])
+    D = planar[:30, :30]
+    (plain, plain_gp), (fast, fast_gp) = _models(D, y, lambda: pm.LogNormal("radius", -1.0, 0.3))
+    point = {"radius": 0.4, "ls": 1.2, "eta": 0.9, "sigma": 0.3}
+    Xnew = np.arange(30)[:, None]
+    for a, b in zip(
+        plain_gp.predict(Xnew, point=point, model=plain, diag=True),
+        fast_gp.predict(Xnew, point=point, model=fast, diag=True),
+        strict=True,
+    ):
+        np.testing.assert_allclose(b, a, rtol=1e-10)
+    with fast:
+        prior = pm.sample_prior_predictive(draws=5, random_seed=1)
+    assert prior.prior_predictive["y"].shape == (1, 5, 30)
+
+
+@pytest.mark.parametrize("sampler", ["pymc", "nutpie", "numpyro"])
+def test_marginal_samples_on_every_backend(sampler):
+    if sampler != "pymc":
+        pytest.importorskip(sampler)
+    if sampler == "numpyro":
+        pytest.importorskip("jax")
+    data = one_dimensional(n_train=20, n_test=5, seed=2)
+    X = data.train[:, None]
+    with pm.Model(), warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*object mode.*")
+        radius = pm.Uniform("radius", 0.05, 0.6)
+        ls = pm.LogNormal("ls", 0.0, 1.0)
+        sigma = pm.HalfNormal("sigma", 0.5)
+        gp = pymc_sle.gp.Marginal(cov_func=SLE(data.distances, data.train, radius=radius, ls=ls))
+        gp.marginal_likelihood("y", X=X, y=data.y_train, sigma=sigma)
+        idata = pm.sample(
+            150, tune=150, chains=1, nuts_sampler=sampler, random_seed=3, progressbar=False
+        )
+    draws = idata.posterior["sigma"].values
+    assert draws.shape == (1, 150) and np.isfinite(draws).all() and draws.std() > 0
