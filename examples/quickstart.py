@@ -35,7 +35,8 @@ with pm.Model() as model:
         ls=priors["ls"],
         inner="matern32",
     )
-    gp = pm.gp.Marginal(cov_func=cov)
+    # Drop-in for pm.gp.Marginal whose likelihood gradient costs one Cholesky, not several.
+    gp = sle.gp.Marginal(cov_func=cov)
     gp.marginal_likelihood("y", X=X_train, y=data.y_train, sigma=priors["sigma"])
 
     # One BLAS thread per chain: parallel chains otherwise fight over the cores.

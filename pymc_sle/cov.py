@@ -20,7 +20,7 @@ __all__ = ["SLE", "INNER_KERNELS", "SPARSE_FILL_THRESHOLD"]
 
 #: ``embedding="auto"`` takes the sparse path when at most this fraction of the training
 #: embedding can be non-zero (``benchmarks/results/performance.md`` measures the crossover).
-SPARSE_FILL_THRESHOLD = 0.25
+SPARSE_FILL_THRESHOLD = 0.1
 
 _EMBEDDINGS = ("auto", "dense", "sparse")
 
@@ -244,9 +244,13 @@ class SLE(Covariance):
         if self.radius_max is not None and _is_random(radius):
             self.radius = pt.minimum(self.radius, self.radius_max)
         self.inner = _resolve_inner(inner, inner_kwargs)
-        self._landmark_block = pt.constant(
-            np.ascontiguousarray(self.distances.values[:, landmarks]), name="sle_distances"
+        values = self.distances.values
+        every_column = np.array_equal(landmarks, np.arange(self.distances.n_columns))
+        # (n_points, m) is all the kernel reads; with every column a landmark, no copy is made.
+        self._landmark_values = (
+            values if every_column else np.ascontiguousarray(values[:, landmarks])
         )
+        self._landmark_block = pt.constant(self._landmark_values, name="sle_distances")
 
     @staticmethod
     def _resolve_radius_max(radius, radius_max) -> float | None:
@@ -300,7 +304,7 @@ class SLE(Covariance):
         if concrete is None:
             return None
         rows = concrete[:, int(self.active_dims[0])].astype(np.int64)
-        return self.distances.values[np.ix_(rows, self.landmarks)]
+        return self._landmark_values[rows]
 
     def sparse_pattern(self, X) -> SparsePattern | None:
         """Where the embedding of concrete ``X`` can be non-zero; ``None`` if unknown."""

@@ -20,6 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from pymc_sle.cov import SLE
 from pymc_sle.datasets import IndexedRegressionData, one_dimensional
+from pymc_sle.gp import Marginal
 from pymc_sle.metrics import evaluate
 from pymc_sle.priors import lognormal_between, radius_bounds, scale_priors, sle_priors
 
@@ -60,7 +61,7 @@ class FittedModel:
     seconds: float
 
 
-def sle_model(data: IndexedRegressionData) -> tuple[pm.Model, pm.gp.Marginal, np.ndarray]:
+def sle_model(data: IndexedRegressionData) -> tuple[pm.Model, Marginal, np.ndarray]:
     """SLE-Matern-3/2 GP on the distance matrix, with :func:`pymc_sle.priors.sle_priors`."""
     with pm.Model() as model:
         priors = sle_priors(data.distances, data.train, data.y_train, landmarks=data.train)
@@ -71,20 +72,24 @@ def sle_model(data: IndexedRegressionData) -> tuple[pm.Model, pm.gp.Marginal, np
             ls=priors["ls"],
             inner="matern32",
         )
-        gp = pm.gp.Marginal(cov_func=cov)
+        gp = Marginal(cov_func=cov)
         gp.marginal_likelihood("y", X=data.train[:, None], y=data.y_train, sigma=priors["sigma"])
     return model, gp, data.test[:, None]
 
 
-def matern_model(data: IndexedRegressionData) -> tuple[pm.Model, pm.gp.Marginal, np.ndarray]:
-    """Plain Matern-3/2 GP on the coordinates; its length scale gets the radius's prior."""
+def matern_model(data: IndexedRegressionData) -> tuple[pm.Model, Marginal, np.ndarray]:
+    """Plain Matern-3/2 GP on the coordinates; its length scale gets the radius's prior.
+
+    Both demo models use :class:`pymc_sle.gp.Marginal` (analytic likelihood gradient), so they get
+    the same inference machinery.
+    """
     x = data.coordinates
     with pm.Model() as model:
         bounds = radius_bounds(data.distances, data.train, data.train, lower="nearest")
         ls = pm.LogNormal("ls", **lognormal_between(*bounds))
         scales = scale_priors(data.y_train)
         cov = scales["eta"] ** 2 * pm.gp.cov.Matern32(x.shape[1], ls=ls)
-        gp = pm.gp.Marginal(cov_func=cov)
+        gp = Marginal(cov_func=cov)
         gp.marginal_likelihood("y", X=x[data.train], y=data.y_train, sigma=scales["sigma"])
     return model, gp, x[data.test]
 

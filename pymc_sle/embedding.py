@@ -16,8 +16,8 @@ and :math:`s = S\mathbf 1`,
 
 one :math:`n^2 m` product, where differentiating ``dot(phi, phi.T)`` generically costs two.
 
-**Dense** (:func:`dense_squared_distances`): an ``OpFromGraph`` with that gradient; it is made of
-PyTensor ops only, so every backend (C, NUMBA, JAX) compiles it natively.
+**Dense** (:func:`dense_squared_distances`): one ``phi @ phi.T`` forward (numba kernel on the C
+and NUMBA backends, ``jax.numpy`` on JAX) whose gradient is that expression in PyTensor ops.
 
 **Sparse** (:func:`sparse_squared_distances`): when the support of :math:`\Phi` is known in advance
 -- a fixed radius, or a radius bounded by ``r_max``, so that :math:`\phi_{ik} = 0` wherever
@@ -32,35 +32,66 @@ from __future__ import annotations
 import numba
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.compile.builders import OpFromGraph
 from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import numba_funcify
 
+from pymc_sle._lapack import gram_upper, mirror_upper_inplace, symmetric_sum
+
 __all__ = ["SparsePattern", "dense_squared_distances", "sparse_squared_distances"]
 
 
-def _dense_grad(inputs, outputs, output_grads):
-    (phi,) = inputs
-    (grad,) = output_grads
-    symmetric = grad + grad.T
-    return [2.0 * (symmetric.sum(axis=1)[:, None] * phi - pt.dot(symmetric, phi))]
+@numba.njit(cache=True)
+def _dense_forward(phi):
+    out = gram_upper(phi)  # dsyrk: half the flops of phi @ phi.T, which numba runs as a gemm
+    n = out.shape[0]
+    norms = np.diag(out).copy()
+    for i in range(n):
+        out[i, i] = 0.0
+        for j in range(i + 1, n):
+            out[i, j] = norms[i] + norms[j] - 2.0 * out[i, j]
+    mirror_upper_inplace(out)
+    return out
 
 
-def _dense_graph():
-    phi = pt.matrix("phi", dtype="float64")
-    norms = pt.sum(pt.square(phi), axis=1)
-    squared = norms[:, None] + norms[None, :] - 2.0 * pt.dot(phi, phi.T)
-    return OpFromGraph([phi], [squared], lop_overrides=_dense_grad, inline=True, name="SLEGram")
+class _DenseSquaredDistances(Op):
+    """``phi -> Delta`` for a dense embedding, with the one-product gradient."""
+
+    __props__ = ()
+
+    def make_node(self, phi):
+        phi = pt.cast(pt.as_tensor_variable(phi), "float64")
+        if phi.type.ndim != 2:
+            raise ValueError(f"`phi` must be 2-D, but has ndim {phi.type.ndim}")
+        n = phi.type.shape[0]
+        return Apply(self, [phi], [pt.tensor(dtype="float64", shape=(n, n))])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = _dense_forward(np.ascontiguousarray(inputs[0]))
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        n = input_shapes[0][0]
+        return [(n, n)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        (phi,), (grad,) = inputs, output_grads
+        symmetric = grad + grad.T
+        return [2.0 * (symmetric.sum(axis=1)[:, None] * phi - pt.dot(symmetric, phi))]
 
 
-_DENSE = _dense_graph()
+@numba_funcify.register(_DenseSquaredDistances)
+def _numba_dense_forward(op, node=None, **kwargs):
+    @numba.njit
+    def dense_squared_distances(phi):
+        return _dense_forward(np.ascontiguousarray(phi))
+
+    return dense_squared_distances
 
 
 def dense_squared_distances(phi) -> pt.TensorVariable:
-    r"""``nu_i + nu_j - 2 (phi phi^T)_ij`` for a dense ``(n, m)`` embedding (not clipped at 0)."""
-    return _DENSE(pt.cast(phi, "float64"))
+    r"""``nu_i + nu_j - 2 (phi phi^T)_ij`` for a dense ``(n, m)`` embedding; diagonal exactly 0."""
+    return _DenseSquaredDistances()(phi)
 
 
 class SparsePattern:
@@ -105,39 +136,73 @@ class SparsePattern:
 
 
 @numba.njit(cache=True)
+def _by_row(col_ptr, row_index, n):
+    """Row view of a CSC pattern: row ``i``'s entries are ``entries[row_ptr[i]:row_ptr[i + 1]]``
+    (positions in CSC storage, by increasing column); ``cols[p]`` is entry ``p``'s column."""
+    row_ptr = np.zeros(n + 1, dtype=np.int64)
+    for p in range(row_index.size):
+        row_ptr[row_index[p] + 1] += 1
+    for i in range(n):
+        row_ptr[i + 1] += row_ptr[i]
+    cursor = row_ptr[:-1].copy()
+    entries = np.empty(row_index.size, dtype=np.int64)
+    cols = np.empty(row_index.size, dtype=np.int64)
+    for k in range(col_ptr.size - 1):
+        for p in range(col_ptr[k], col_ptr[k + 1]):
+            i = row_index[p]
+            entries[cursor[i]] = p
+            cursor[i] += 1
+            cols[p] = k
+    return row_ptr, entries, cols
+
+
+# Both kernels run row by row (Gustavson's order): every update of row i touches row i of an
+# n x n matrix only, which stays in cache, where a column-by-column loop jumps between rows.
+
+
+@numba.njit(cache=True)
 def _sparse_forward(values, col_ptr, row_index, n):
-    # Rows are sorted within each column, so every product lands in the upper triangle.
+    row_ptr, entries, cols = _by_row(col_ptr, row_index, n)
     out = np.zeros((n, n))
     norms = np.zeros(n)
     for p in range(values.size):
         norms[row_index[p]] += values[p] * values[p]
-    for k in range(col_ptr.size - 1):
-        for p in range(col_ptr[k], col_ptr[k + 1]):
-            i, vi = row_index[p], values[p]
-            for q in range(p + 1, col_ptr[k + 1]):
-                out[i, row_index[q]] += vi * values[q]
     for i in range(n):
+        for t in range(row_ptr[i], row_ptr[i + 1]):
+            p = entries[t]
+            vi = values[p]
+            # Rows are sorted within a column: entries after p have rows j > i (upper triangle).
+            for q in range(p + 1, col_ptr[cols[p] + 1]):
+                out[i, row_index[q]] += vi * values[q]
         out[i, i] = 0.0
         for j in range(i + 1, n):
-            value = norms[i] + norms[j] - 2.0 * out[i, j]
-            out[i, j] = value
-            out[j, i] = value
+            out[i, j] = norms[i] + norms[j] - 2.0 * out[i, j]
+    mirror_upper_inplace(out)
     return out
 
 
 @numba.njit(cache=True)
 def _sparse_backward(values, col_ptr, row_index, grad):
-    symmetric = grad + grad.T
-    row_sums = symmetric.sum(axis=1)
+    # out[p] = 2 (s_i v_p - sum_{q in column k} S_ij v_q) for entry p = (i, k), q = (j, k). Each
+    # unordered pair {p, q} of a column is visited once, from the row of the smaller index.
+    n = grad.shape[0]
+    row_ptr, entries, cols = _by_row(col_ptr, row_index, n)
+    symmetric = symmetric_sum(np.ascontiguousarray(grad))
+    off_diagonal_sums = symmetric.sum(axis=1) - np.diag(symmetric)
     out = np.empty(values.size)
-    for k in range(col_ptr.size - 1):
-        for p in range(col_ptr[k], col_ptr[k + 1]):
-            i = row_index[p]
-            total = row_sums[i] * values[p]
-            for q in range(col_ptr[k], col_ptr[k + 1]):
-                total -= symmetric[i, row_index[q]] * values[q]
-            out[p] = 2.0 * total
-    return out
+    for p in range(values.size):
+        out[p] = off_diagonal_sums[row_index[p]] * values[p]
+    for i in range(n):
+        for t in range(row_ptr[i], row_ptr[i + 1]):
+            p = entries[t]
+            vi = values[p]
+            total = 0.0
+            for q in range(p + 1, col_ptr[cols[p] + 1]):
+                s_ij = symmetric[i, row_index[q]]
+                total += s_ij * values[q]
+                out[q] -= s_ij * vi
+            out[p] -= total
+    return 2.0 * out
 
 
 class _SparseSquaredDistances(Op):
@@ -224,17 +289,28 @@ def _register_jax() -> None:
     except ImportError:  # JAX is optional
         return
 
-    # JAX gets the pattern densified: correct on every backend, sparse-fast on C and NUMBA.
-    def _columns(values, col_ptr):
-        m = col_ptr.size - 1
-        return m, jnp.repeat(jnp.arange(m), jnp.diff(col_ptr), total_repeat_length=values.size)
+    # JAX gets the pattern densified: correct on every backend, sparse-fast on C and NUMBA. The
+    # pattern is a graph constant, so its column of every entry is computed once, here.
+    def _columns(node):
+        col_ptr = node.inputs[1].data
+        return col_ptr.size - 1, np.repeat(np.arange(col_ptr.size - 1), np.diff(col_ptr))
+
+    @jax_funcify.register(_DenseSquaredDistances)
+    def _jax_dense(op, node=None, **kwargs):
+        def dense(phi):
+            gram = phi @ phi.T
+            norms = jnp.diagonal(gram)
+            out = norms[:, None] + norms[None, :] - 2.0 * gram
+            return out.at[jnp.diag_indices(gram.shape[0])].set(0.0)
+
+        return dense
 
     @jax_funcify.register(_SparseSquaredDistances)
     def _jax_forward(op, node=None, **kwargs):
         n = op.n_rows
+        m, cols = _columns(node)
 
         def forward(values, col_ptr, row_index):
-            m, cols = _columns(values, col_ptr)
             phi = jnp.zeros((n, m), dtype=values.dtype).at[row_index, cols].set(values)
             norms = jnp.sum(phi**2, axis=1)
             out = norms[:, None] + norms[None, :] - 2.0 * phi @ phi.T
@@ -244,8 +320,9 @@ def _register_jax() -> None:
 
     @jax_funcify.register(_SparseSquaredDistancesGrad)
     def _jax_backward(op, node=None, **kwargs):
+        m, cols = _columns(node)
+
         def backward(values, col_ptr, row_index, grad):
-            m, cols = _columns(values, col_ptr)
             phi = jnp.zeros((grad.shape[0], m), dtype=values.dtype).at[row_index, cols].set(values)
             symmetric = grad + grad.T
             full = 2.0 * (symmetric.sum(axis=1)[:, None] * phi - symmetric @ phi)

@@ -35,7 +35,12 @@ from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.link.numba.dispatch import numba_funcify
 from pytensor.tensor.rewriting.basic import register_specialize
 
-from pymc_sle._lapack import cholesky_inplace, cholesky_inverse_inplace, cholesky_solve_inplace
+from pymc_sle._lapack import (
+    cholesky_inplace,
+    cholesky_inverse_inplace,
+    cholesky_solve_inplace,
+    mirror_upper_inplace,
+)
 
 __all__ = ["GaussianLogDensity", "gaussian_logp"]
 
@@ -47,22 +52,21 @@ def _log_density_and_gradients(cov, residual, with_gradients):
     n = cov.shape[0]
     factor = np.ascontiguousarray(cov).copy()
     alpha = np.ascontiguousarray(residual).copy()
-    grad_cov = np.zeros((n, n) if with_gradients else (0, 0))
     if cholesky_inplace(factor) != 0:
-        return -np.inf, grad_cov, np.zeros(n)
+        return -np.inf, np.zeros((n, n) if with_gradients else (0, 0)), np.zeros(n)
     log_det_half = 0.0
     for i in range(n):
         log_det_half += np.log(factor[i, i])
     cholesky_solve_inplace(factor, alpha)
     log_density = -0.5 * (residual @ alpha) - log_det_half - 0.5 * n * _LOG_2PI
-    if with_gradients:
-        cholesky_inverse_inplace(factor)  # C-upper triangle now holds K^{-1}
-        for i in range(n):
-            for j in range(i, n):
-                value = 0.5 * (alpha[i] * alpha[j] - factor[i, j])
-                grad_cov[i, j] = value
-                grad_cov[j, i] = value
-    return log_density, grad_cov, -alpha
+    if not with_gradients:
+        return log_density, np.zeros((0, 0)), -alpha
+    cholesky_inverse_inplace(factor)  # C-upper triangle now holds K^{-1}
+    for i in range(n):
+        for j in range(i, n):
+            factor[i, j] = 0.5 * (alpha[i] * alpha[j] - factor[i, j])
+    mirror_upper_inplace(factor)
+    return log_density, factor, -alpha
 
 
 class GaussianLogDensity(Op):

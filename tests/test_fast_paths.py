@@ -1,9 +1,11 @@
 """The analytic-gradient marginal likelihood and the dense/sparse embedding distances.
 
 Every fast path is checked against a plain PyTensor or numpy reference (values and gradients),
-on the C and NUMBA backends, and NUMBA must never fall back to object mode.
+on the C and NUMBA backends (and JAX when installed), and NUMBA must never fall back to object
+mode.
 """
 
+import importlib.util
 import warnings
 
 import numpy as np
@@ -20,13 +22,21 @@ from pymc_sle.datasets import one_dimensional
 from pymc_sle.embedding import SparsePattern, dense_squared_distances, sparse_squared_distances
 from pymc_sle.gaussian import GaussianLogDensity, gaussian_logp
 
-MODES = ["FAST_RUN", "NUMBA"]
+MODES = ["FAST_RUN", "NUMBA"] + (["JAX"] if importlib.util.find_spec("jax") else [])
 
 
 def compile_fn(inputs, outputs, mode):
+    """A compiled function whose outputs are numpy arrays on every backend (JAX returns its own)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*object mode.*")
-        return pytensor.function(inputs, outputs, mode=mode)
+        fn = pytensor.function(inputs, outputs, mode=mode)
+
+    def call(*args):
+        out = fn(*args)
+        return [np.asarray(o) for o in out] if isinstance(out, list) else np.asarray(out)
+
+    call.maker = fn.maker
+    return call
 
 
 def random_spd(n, seed):

@@ -164,7 +164,8 @@ def geodesic(
         Vertex indices; ``None`` means all vertices.
     method : {"graph", "heat", "exact"}, default "graph"
         ``"graph"``: shortest paths along mesh edges (scipy Dijkstra). It over-estimates the
-        surface distance, by up to :math:`\sqrt{4 - 2\sqrt2} \approx 1.082` on a regular grid.
+        surface distance: on a regular triangulated grid by up to :math:`\sqrt2` across the
+        diagonals and :math:`\sqrt{4 - 2\sqrt2} \approx 1.082` along them.
         ``"heat"``: the heat method (potpourri3d), smooth, converging with refinement.
         ``"exact"``: exact polyhedral geodesics (MMP algorithm, pygeodesic). The last two need
         ``pip install 'pymc-sle[mesh]'``.
