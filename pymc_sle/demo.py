@@ -61,8 +61,14 @@ class FittedModel:
     seconds: float
 
 
-def sle_model(data: IndexedRegressionData) -> tuple[pm.Model, Marginal, np.ndarray]:
-    """SLE-Matern-3/2 GP on the distance matrix, with :func:`pymc_sle.priors.sle_priors`."""
+def sle_model(
+    data: IndexedRegressionData, gp_class: type[pm.gp.Marginal] = Marginal
+) -> tuple[pm.Model, pm.gp.Marginal, np.ndarray]:
+    """SLE-Matern-3/2 GP on the distance matrix, with :func:`pymc_sle.priors.sle_priors`.
+
+    ``gp_class`` is :class:`pymc_sle.gp.Marginal` (analytic likelihood gradient) or PyMC's own
+    ``pm.gp.Marginal``; both define the same model.
+    """
     with pm.Model() as model:
         priors = sle_priors(data.distances, data.train, data.y_train, landmarks=data.train)
         cov = priors["eta"] ** 2 * SLE(
@@ -72,7 +78,7 @@ def sle_model(data: IndexedRegressionData) -> tuple[pm.Model, Marginal, np.ndarr
             ls=priors["ls"],
             inner="matern32",
         )
-        gp = Marginal(cov_func=cov)
+        gp = gp_class(cov_func=cov)
         gp.marginal_likelihood("y", X=data.train[:, None], y=data.y_train, sigma=priors["sigma"])
     return model, gp, data.test[:, None]
 
