@@ -9,7 +9,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.transforms import Interval
 from pymc.gp.cov import Covariance, ExpQuad, Matern12, Matern32, Matern52, Stationary
-from pytensor.graph.basic import Variable
+from pytensor.graph.basic import Constant, Variable
 
 from pymc_sle._validation import as_index_array, check_positive_parameter, constant_value
 from pymc_sle.bump import bump
@@ -141,9 +141,10 @@ class SLE(Covariance):
         bound (``pm.Uniform``, ``pm.Truncated``).
     embedding : {"auto", "dense", "sparse"}, default "auto"
         How the training covariance is computed. ``"dense"`` evaluates the full ``(n, m)``
-        embedding; ``"sparse"`` only its possible non-zeros (needs a known ``radius_max`` and a
-        concrete ``X``); ``"auto"`` is sparse when at most `SPARSE_FILL_THRESHOLD` of the
-        embedding can be non-zero. Both give the same values and gradients.
+        embedding; ``"sparse"`` only its possible non-zeros (needs a known ``radius_max`` and an
+        ``X`` of numbers, not ``pm.Data``); ``"auto"`` is sparse when at most
+        `SPARSE_FILL_THRESHOLD` of the embedding can be non-zero. Both give the same values and
+        gradients.
 
     Raises
     ------
@@ -299,10 +300,12 @@ class SLE(Covariance):
         return bump(self._landmark_block[rows], self.radius, self.amplitude, self.shape)
 
     def _landmark_distances(self, X) -> np.ndarray | None:
-        """Distances from the rows of concrete ``X`` to the landmarks; ``None`` if symbolic."""
-        concrete = constant_value(X)
-        if concrete is None:
+        """Distances from the rows of a fixed ``X`` to the landmarks; ``None`` unless ``X`` is
+        numbers or a constant. ``pm.Data`` does not count: ``pm.set_data`` could change it after
+        the pattern was built."""
+        if isinstance(X, Variable) and not isinstance(X, Constant):
             return None
+        concrete = constant_value(X)
         rows = concrete[:, int(self.active_dims[0])].astype(np.int64)
         return self._landmark_values[rows]
 
@@ -317,8 +320,8 @@ class SLE(Covariance):
         pattern = None if self.embedding == "dense" else self.sparse_pattern(X)
         if self.embedding == "sparse" and pattern is None:
             raise ValueError(
-                "embedding='sparse' needs a concrete `X` (numbers or pm.Data), but got a "
-                "symbolic expression"
+                "embedding='sparse' needs a fixed `X` (numbers, not pm.Data or another symbolic "
+                f"expression), but got {type(X).__name__}"
             )
         if pattern is None or (self.embedding == "auto" and pattern.fill > SPARSE_FILL_THRESHOLD):
             return dense_squared_distances(self._embed_rows(rows))

@@ -262,8 +262,15 @@ def test_sparse_embedding_validators(planar):
     with pytest.raises(ValueError, match="`radius_max` must be"):
         SLE(planar, radius=0.3, ls=1.0, radius_max=-1.0)
     sparse = SLE(planar, radius=0.3, ls=1.0, embedding="sparse")
-    with pytest.raises(ValueError, match="needs a concrete `X`"):
+    with pytest.raises(ValueError, match="needs a fixed `X`"):
         sparse(pt.dmatrix("X"))
+    with pm.Model(), pytest.raises(ValueError, match=r"not pm\.Data"):
+        sparse(pm.Data("X", X.astype(float)))
+    auto = SLE(planar, radius=0.05, ls=1.0)
+    with pm.Model():
+        data = pm.Data("X", X.astype(float))
+        assert auto.sparse_pattern(data) is None  # pm.set_data could change it later
+        np.testing.assert_allclose(auto(data).eval(), auto(X).eval(), atol=1e-12)
     np.testing.assert_allclose(sparse(X).eval(), SLE(planar, radius=0.3, ls=1.0)(X).eval())
 
 
