@@ -43,14 +43,19 @@ __all__ = ["SparsePattern", "dense_squared_distances", "sparse_squared_distances
 
 
 @numba.njit(cache=True)
+def _finish_row(out, norms, i):
+    """Turn row ``i``'s upper part from ``(phi phi^T)_ij`` into ``Delta_ij``; ``Delta_ii = 0``."""
+    out[i, i] = 0.0
+    for j in range(i + 1, out.shape[0]):
+        out[i, j] = norms[i] + norms[j] - 2.0 * out[i, j]
+
+
+@numba.njit(cache=True)
 def _dense_forward(phi):
     out = gram_upper(phi)  # dsyrk: half the flops of phi @ phi.T, which numba runs as a gemm
-    n = out.shape[0]
     norms = np.diag(out).copy()
-    for i in range(n):
-        out[i, i] = 0.0
-        for j in range(i + 1, n):
-            out[i, j] = norms[i] + norms[j] - 2.0 * out[i, j]
+    for i in range(out.shape[0]):
+        _finish_row(out, norms, i)
     mirror_upper_inplace(out)
     return out
 
@@ -174,9 +179,7 @@ def _sparse_forward(values, col_ptr, row_index, n):
             # Rows are sorted within a column: entries after p have rows j > i (upper triangle).
             for q in range(p + 1, col_ptr[cols[p] + 1]):
                 out[i, row_index[q]] += vi * values[q]
-        out[i, i] = 0.0
-        for j in range(i + 1, n):
-            out[i, j] = norms[i] + norms[j] - 2.0 * out[i, j]
+        _finish_row(out, norms, i)
     mirror_upper_inplace(out)
     return out
 
@@ -295,15 +298,15 @@ def _register_jax() -> None:
         col_ptr = node.inputs[1].data
         return col_ptr.size - 1, np.repeat(np.arange(col_ptr.size - 1), np.diff(col_ptr))
 
+    def squared_distances(phi):
+        gram = phi @ phi.T
+        norms = jnp.diagonal(gram)
+        out = norms[:, None] + norms[None, :] - 2.0 * gram
+        return out.at[jnp.diag_indices(gram.shape[0])].set(0.0)
+
     @jax_funcify.register(_DenseSquaredDistances)
     def _jax_dense(op, node=None, **kwargs):
-        def dense(phi):
-            gram = phi @ phi.T
-            norms = jnp.diagonal(gram)
-            out = norms[:, None] + norms[None, :] - 2.0 * gram
-            return out.at[jnp.diag_indices(gram.shape[0])].set(0.0)
-
-        return dense
+        return squared_distances
 
     @jax_funcify.register(_SparseSquaredDistances)
     def _jax_forward(op, node=None, **kwargs):
@@ -312,9 +315,7 @@ def _register_jax() -> None:
 
         def forward(values, col_ptr, row_index):
             phi = jnp.zeros((n, m), dtype=values.dtype).at[row_index, cols].set(values)
-            norms = jnp.sum(phi**2, axis=1)
-            out = norms[:, None] + norms[None, :] - 2.0 * phi @ phi.T
-            return out.at[jnp.diag_indices(n)].set(0.0)
+            return squared_distances(phi)
 
         return forward
 
