@@ -6,11 +6,12 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.gp.cov import Covariance, Stationary
 
-from pymc_sle._validation import check_positive_parameter
-from pymc_sle.cov import _resolve_inner
+from pymc_sle._validation import as_index_array, check_positive_parameter, constant_value
+from pymc_sle.cov import LandmarkCovariance, _resolve_inner
 from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
+from pymc_sle.spectral import Eigenpairs, matern_spectrum
 
-__all__ = ["DistanceCovariance"]
+__all__ = ["DistanceCovariance", "MeshMatern", "RawLandmarkEmbedding"]
 
 
 class DistanceCovariance(Covariance):
@@ -71,3 +72,94 @@ class DistanceCovariance(Covariance):
 
     def diag(self, X):
         return pt.ones(pt.as_tensor_variable(X).shape[0], dtype=self.ls.dtype)
+
+
+class RawLandmarkEmbedding(LandmarkCovariance):
+    r"""Landmark embedding by raw distances (D2KE style; the paper's ablation and "native" kernel).
+
+    .. math::
+
+        \phi(x)_j = d(x, z_j), \qquad k(x, x') = h\bigl(\lVert \phi(x) - \phi(x') \rVert_2
+        / \ell\bigr).
+
+    PSD for any distance, like :class:`pymc_sle.SLE`, but every landmark -- near or far --
+    contributes, so the embedding is dense and far-field distances (the least trustworthy for
+    geodesics and transport) dominate :math:`\lVert \phi(x) - \phi(x') \rVert`. The SLE's
+    bump is exactly what this baseline lacks. Parameters as for :class:`pymc_sle.SLE`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_sle.baselines import RawLandmarkEmbedding
+    >>> x = np.array([0.0, 1.0, 3.0])
+    >>> cov = RawLandmarkEmbedding(np.abs(x[:, None] - x[None, :]), ls=1.0, inner="matern12")
+    >>> K = cov(np.arange(3)[:, None]).eval()
+    >>> bool(np.isclose(K[0, 1], np.exp(-np.sqrt(1 + 1 + 1))))
+    True
+    """
+
+    def _embed_rows(self, rows):
+        return self._landmark_block[rows]
+
+
+class MeshMatern(Covariance):
+    r"""Riemannian (Geometric) Matern kernel on a mesh from Laplace--Beltrami eigenpairs.
+
+    .. math::
+
+        k(x, x') = \sum_{j=1}^{k} \tilde S_j\, f_j(x) f_j(x'), \qquad
+        \tilde S_j = \frac{S(\lambda_j)}{\sum_i S(\lambda_i)}, \quad
+        S(\lambda) = \Bigl(\frac{2\nu}{\ell^2} + \lambda\Bigr)^{-\nu - 1},
+
+    the truncated Karhunen--Loeve form of Borovitskiy et al. (2020), normalised to unit average
+    variance over the vertices exactly as GeometricKernels' ``MaternGeometricKernel`` (with
+    eigenvectors from :func:`pymc_sle.spectral.laplace_beltrami`). Multiply by
+    :math:`\sigma^2` for a signal variance; the paper's runs left it at 1. Its rank is at most
+    ``k``, the number of eigenpairs.
+
+    Parameters
+    ----------
+    eigenpairs : Eigenpairs
+        ``k`` eigenpairs of the mesh; ``X[:, 0]`` holds vertex indices (rows of the
+        eigenvectors).
+    ls : float or TensorVariable
+        Length scale in mesh units.
+    nu : float, default 2.5
+        Smoothness (> 0, or ``inf`` for the heat kernel).
+    """
+
+    def __init__(
+        self, eigenpairs: Eigenpairs, *, ls, nu: float = 2.5, input_dim: int = 1, active_dims=None
+    ):
+        super().__init__(input_dim, active_dims)
+        if not isinstance(eigenpairs, Eigenpairs):
+            raise TypeError(
+                "`eigenpairs` must be a pymc_sle.spectral.Eigenpairs (from laplace_beltrami), "
+                f"but got {type(eigenpairs).__name__}"
+            )
+        self.eigenpairs = eigenpairs
+        self.nu = float(nu)
+        self.ls = pt.as_tensor_variable(check_positive_parameter("ls", ls, None))
+        self.weights = matern_spectrum(pt.constant(eigenpairs.eigenvalues), ls=self.ls, nu=self.nu)
+        self._vectors = pt.constant(eigenpairs.eigenvectors, name="eigenvectors")
+
+    def _features(self, X, name):
+        column = int(self.active_dims[0])
+        concrete = constant_value(X)
+        if concrete is not None:
+            as_index_array(
+                name,
+                np.asarray(concrete)[:, column],
+                self.eigenpairs.eigenvectors.shape[0],
+                axis_name="mesh vertices",
+            )
+        rows = pt.cast(pt.as_tensor_variable(X)[:, column], "int64")
+        return self._vectors[rows]
+
+    def full(self, X, Xs=None):
+        features = self._features(X, "X")
+        other = features if Xs is None else self._features(Xs, "Xs")
+        return pt.dot(features * self.weights[None, :], other.T)
+
+    def diag(self, X):
+        return pt.sum(pt.square(self._features(X, "X")) * self.weights[None, :], axis=1)

@@ -16,7 +16,7 @@ from pymc_sle.bump import bump
 from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
 from pymc_sle.embedding import SparsePattern, dense_squared_distances, sparse_squared_distances
 
-__all__ = ["SLE", "INNER_KERNELS", "SPARSE_FILL_THRESHOLD"]
+__all__ = ["SLE", "INNER_KERNELS", "LandmarkCovariance", "SPARSE_FILL_THRESHOLD"]
 
 #: ``embedding="auto"`` takes the sparse path when at most this fraction of the training
 #: embedding can be non-zero (``benchmarks/results/performance.md`` measures the crossover).
@@ -79,7 +79,127 @@ def _prior_upper_bound(variable) -> float | None:
     return None if upper is None or upper.ndim > 0 else float(upper)
 
 
-class SLE(Covariance):
+class LandmarkCovariance(Covariance):
+    r"""Base of the landmark-embedding kernels: :math:`k(x, x') = h(\lVert \phi(x) - \phi(x')
+    \rVert / \ell)` with :math:`\phi(x) \in \mathbb{R}^m` a function of the distances from
+    :math:`x` to the landmarks.
+
+    Subclasses define the embedding (``_embed_rows``); this class owns the distance block, index
+    validation, the embedding distance (exactly 0 for equal rows, with a gradient-safe square
+    root) and the inner kernel. See :class:`SLE` for the parameters they share.
+    """
+
+    def __init__(
+        self,
+        distances: DistanceMatrix | np.ndarray,
+        landmarks=None,
+        *,
+        ls,
+        inner: str | type[Stationary] = "matern32",
+        inner_kwargs: dict | None = None,
+        input_dim: int = 1,
+        active_dims=None,
+    ):
+        super().__init__(input_dim, active_dims)
+        if len(self.active_dims) != 1:
+            raise ValueError(
+                "`active_dims` must name exactly one column of X (the row index), but got "
+                f"{list(self.active_dims)}"
+            )
+        self.distances = as_distance_matrix(distances)
+        if landmarks is None:
+            landmarks = np.arange(self.distances.n_columns)
+        landmarks = as_index_array(
+            "landmarks", landmarks, self.distances.n_columns, axis_name="columns of `distances`"
+        )
+        if landmarks.ndim != 1 or landmarks.size == 0:
+            raise ValueError(
+                f"`landmarks` must be a non-empty 1-D array of column indices, but has shape "
+                f"{landmarks.shape}"
+            )
+        unique, counts = np.unique(landmarks, return_counts=True)
+        if (counts > 1).any():
+            raise ValueError(
+                f"`landmarks` must be unique, but {unique[counts > 1][:5].tolist()} "
+                "appear more than once"
+            )
+        self.landmarks = landmarks
+        self.ls = pt.as_tensor_variable(check_positive_parameter("ls", ls, None))
+        self.inner = _resolve_inner(inner, inner_kwargs)
+        values = self.distances.values
+        every_column = np.array_equal(landmarks, np.arange(self.distances.n_columns))
+        # (n_points, m) is all the kernel reads; with every column a landmark, no copy is made.
+        self._landmark_values = (
+            values if every_column else np.ascontiguousarray(values[:, landmarks])
+        )
+        self._landmark_block = pt.constant(self._landmark_values, name="landmark_distances")
+
+    @property
+    def n_landmarks(self) -> int:
+        """Embedding dimension ``m``."""
+        return int(self.landmarks.size)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(n_points={self.distances.n_points}, "
+            f"n_landmarks={self.n_landmarks}, inner={type(self.inner).__name__})"
+        )
+
+    def _rows(self, X, name: str):
+        """Integer row indices from the active column of ``X``, validated when ``X`` is known."""
+        column = int(self.active_dims[0])
+        concrete = constant_value(X)
+        if concrete is not None:
+            if concrete.ndim != 2 or concrete.shape[1] <= column:
+                raise ValueError(
+                    f"`{name}` must be a 2-D array whose column {column} holds row indices into "
+                    f"`distances`, but has shape {concrete.shape}"
+                )
+            as_index_array(
+                name, concrete[:, column], self.distances.n_points, axis_name="rows of `distances`"
+            )
+        return pt.cast(pt.as_tensor_variable(X)[:, column], "int64")
+
+    def _embed_rows(self, rows):
+        raise NotImplementedError
+
+    def _training_squared_distances(self, X, rows):
+        return dense_squared_distances(self._embed_rows(rows))
+
+    def _kernel_of_squared_distance(self, squared):
+        return self.inner.full_from_distance(_safe_sqrt(squared) / self.ls, squared=False)
+
+    def embed(self, X) -> pt.TensorVariable:
+        r"""The landmark embedding :math:`\phi(X)` as a tensor of shape ``(n, m)``."""
+        return self._embed_rows(self._rows(X, "X"))
+
+    def square_embedding_distance(self, X, Xs=None) -> pt.TensorVariable:
+        r""":math:`\lVert \phi(x_i) - \phi(x'_j) \rVert^2` as a tensor of shape ``(n, n')``.
+
+        Entries for equal row indices are exactly 0, so duplicates and the diagonal are exact.
+        """
+        rows = self._rows(X, "X")
+        if Xs is None:
+            cols = rows
+            squared = self._training_squared_distances(X, rows)
+        else:
+            cols = self._rows(Xs, "Xs")
+            phi, phi_s = self._embed_rows(rows), self._embed_rows(cols)
+            norms = pt.sum(pt.square(phi), axis=1)
+            norms_s = pt.sum(pt.square(phi_s), axis=1)
+            squared = norms[:, None] + norms_s[None, :] - 2.0 * pt.dot(phi, phi_s.T)
+        same_point = pt.eq(rows[:, None], cols[None, :])
+        return pt.switch(same_point, 0.0, pt.maximum(squared, 0.0))
+
+    def full(self, X, Xs=None) -> pt.TensorVariable:
+        return self._kernel_of_squared_distance(self.square_embedding_distance(X, Xs))
+
+    def diag(self, X) -> pt.TensorVariable:
+        rows = self._rows(X, "X")
+        return self._kernel_of_squared_distance(pt.zeros(rows.shape, dtype=self.ls.dtype))
+
+
+class SLE(LandmarkCovariance):
     r"""Sparse Landmark Embedding covariance: a PSD kernel from any distance.
 
     Every input :math:`x` is embedded by bumps of its distances to the landmarks
@@ -190,36 +310,20 @@ class SLE(Covariance):
         radius_max: float | None = None,
         embedding: str = "auto",
     ):
-        super().__init__(input_dim, active_dims)
-        if len(self.active_dims) != 1:
-            raise ValueError(
-                "`active_dims` must name exactly one column of X (the row index), but got "
-                f"{list(self.active_dims)}"
-            )
-        self.distances = as_distance_matrix(distances)
-        if landmarks is None:
-            landmarks = np.arange(self.distances.n_columns)
-        landmarks = as_index_array(
-            "landmarks", landmarks, self.distances.n_columns, axis_name="columns of `distances`"
+        super().__init__(
+            distances,
+            landmarks,
+            ls=ls,
+            inner=inner,
+            inner_kwargs=inner_kwargs,
+            input_dim=input_dim,
+            active_dims=active_dims,
         )
-        if landmarks.ndim != 1 or landmarks.size == 0:
-            raise ValueError(
-                f"`landmarks` must be a non-empty 1-D array of column indices, but has shape "
-                f"{landmarks.shape}"
-            )
-        unique, counts = np.unique(landmarks, return_counts=True)
-        if (counts > 1).any():
-            raise ValueError(
-                f"`landmarks` must be unique, but {unique[counts > 1][:5].tolist()} "
-                "appear more than once"
-            )
-        self.landmarks = landmarks
-        m = landmarks.size
+        m = self.n_landmarks
         params = {
             "radius": check_positive_parameter("radius", radius, m),
             "amplitude": check_positive_parameter("amplitude", amplitude, m),
             "shape": check_positive_parameter("shape", shape, m),
-            "ls": check_positive_parameter("ls", ls, None),
         }
         if _is_random(ls) and _is_random(amplitude) and params["amplitude"].ndim == 0:
             warnings.warn(
@@ -230,8 +334,8 @@ class SLE(Covariance):
                 UserWarning,
                 stacklevel=2,
             )
-        self.radius, self.amplitude, self.shape, self.ls = (
-            pt.as_tensor_variable(params[k]) for k in ("radius", "amplitude", "shape", "ls")
+        self.radius, self.amplitude, self.shape = (
+            pt.as_tensor_variable(params[k]) for k in ("radius", "amplitude", "shape")
         )
         if embedding not in _EMBEDDINGS:
             raise ValueError(f"`embedding` must be one of {_EMBEDDINGS}, but got {embedding!r}")
@@ -244,14 +348,6 @@ class SLE(Covariance):
             )
         if self.radius_max is not None and _is_random(radius):
             self.radius = pt.minimum(self.radius, self.radius_max)
-        self.inner = _resolve_inner(inner, inner_kwargs)
-        values = self.distances.values
-        every_column = np.array_equal(landmarks, np.arange(self.distances.n_columns))
-        # (n_points, m) is all the kernel reads; with every column a landmark, no copy is made.
-        self._landmark_values = (
-            values if every_column else np.ascontiguousarray(values[:, landmarks])
-        )
-        self._landmark_block = pt.constant(self._landmark_values, name="sle_distances")
 
     @staticmethod
     def _resolve_radius_max(radius, radius_max) -> float | None:
@@ -269,32 +365,6 @@ class SLE(Covariance):
         if isinstance(radius, Variable):
             return _prior_upper_bound(radius)
         return None
-
-    @property
-    def n_landmarks(self) -> int:
-        """Embedding dimension ``m``."""
-        return int(self.landmarks.size)
-
-    def __repr__(self) -> str:
-        return (
-            f"SLE(n_points={self.distances.n_points}, n_landmarks={self.n_landmarks}, "
-            f"inner={type(self.inner).__name__})"
-        )
-
-    def _rows(self, X, name: str):
-        """Integer row indices from the active column of ``X``, validated when ``X`` is known."""
-        column = int(self.active_dims[0])
-        concrete = constant_value(X)
-        if concrete is not None:
-            if concrete.ndim != 2 or concrete.shape[1] <= column:
-                raise ValueError(
-                    f"`{name}` must be a 2-D array whose column {column} holds row indices into "
-                    f"`distances`, but has shape {concrete.shape}"
-                )
-            as_index_array(
-                name, concrete[:, column], self.distances.n_points, axis_name="rows of `distances`"
-            )
-        return pt.cast(pt.as_tensor_variable(X)[:, column], "int64")
 
     def _embed_rows(self, rows):
         return bump(self._landmark_block[rows], self.radius, self.amplitude, self.shape)
@@ -337,35 +407,3 @@ class SLE(Covariance):
             per_entry(self.shape),
         )
         return sparse_squared_distances(values, pattern)
-
-    def _kernel_of_squared_distance(self, squared):
-        return self.inner.full_from_distance(_safe_sqrt(squared) / self.ls, squared=False)
-
-    def embed(self, X) -> pt.TensorVariable:
-        r"""The sparse landmark embedding :math:`\phi(X)` as a tensor of shape ``(n, m)``."""
-        return self._embed_rows(self._rows(X, "X"))
-
-    def square_embedding_distance(self, X, Xs=None) -> pt.TensorVariable:
-        r""":math:`\lVert \phi(x_i) - \phi(x'_j) \rVert^2` as a tensor of shape ``(n, n')``.
-
-        Entries for equal row indices are exactly 0, so duplicates and the diagonal are exact.
-        """
-        rows = self._rows(X, "X")
-        if Xs is None:
-            cols = rows
-            squared = self._training_squared_distances(X, rows)
-        else:
-            cols = self._rows(Xs, "Xs")
-            phi, phi_s = self._embed_rows(rows), self._embed_rows(cols)
-            norms = pt.sum(pt.square(phi), axis=1)
-            norms_s = pt.sum(pt.square(phi_s), axis=1)
-            squared = norms[:, None] + norms_s[None, :] - 2.0 * pt.dot(phi, phi_s.T)
-        same_point = pt.eq(rows[:, None], cols[None, :])
-        return pt.switch(same_point, 0.0, pt.maximum(squared, 0.0))
-
-    def full(self, X, Xs=None) -> pt.TensorVariable:
-        return self._kernel_of_squared_distance(self.square_embedding_distance(X, Xs))
-
-    def diag(self, X) -> pt.TensorVariable:
-        rows = self._rows(X, "X")
-        return self._kernel_of_squared_distance(pt.zeros(rows.shape, dtype=self.ls.dtype))

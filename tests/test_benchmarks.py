@@ -1,5 +1,6 @@
 """Benchmark scripts run end to end in their quick mode, so that they cannot rot."""
 
+import csv
 import json
 import subprocess
 import sys
@@ -59,3 +60,76 @@ def test_nuts_teddy_benchmark_quick(tmp_path, sphere):
     assert results["n_vertices"] == 162 and results["n_train"] == 60
     for name in ("pymc", "nutpie"):
         assert results["samplers"][name]["ess_bulk_min"] > 0
+
+
+def run_paper(script: str, out: Path, *args: str) -> list[dict]:
+    """Run ``benchmarks/paper/<script>.py --quick``; return its per-trial CSV rows."""
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "paper" / f"{script}.py"), "--quick", "--jobs", "1",
+         "--out", str(out), "--cache", str(out / "cache"), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(out / f"{script}_trials.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _check_rows(rows, models, nuts_models, may_fail=()):
+    expected = {(m, "map") for m in models} | {(m, "nuts") for m in nuts_models}
+    assert {(r["model"], r["inference"]) for r in rows} == expected
+    assert len(rows) == len(expected)
+    for row in rows:
+        if row["model"] not in may_fail:
+            assert row["status"] == "ok", row
+            assert float(row["rmse"]) > 0 and 0 <= float(row["picp"]) <= 1
+
+
+def test_paper_teddy_quick_and_resume(tmp_path, sphere):
+    mesh = sphere(3)
+    rows = run_paper("teddy", tmp_path, "--mesh", mesh)
+    models = ["SLE", "Geometric Matern", "Geometric Matern (unit amplitude)",
+              "Raw-distance embedding", "Matern on geodesic"]  # fmt: skip
+    _check_rows(rows, models, ["SLE", "Geometric Matern"], may_fail={"Matern on geodesic"})
+    assert (tmp_path / "teddy.md").read_text().startswith("# Teddy mesh")
+    assert (tmp_path / "teddy.png").exists() and (tmp_path / "teddy_sle.png").exists()
+    before = (tmp_path / "teddy_trials.csv").read_bytes()
+    again = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "paper" / "teddy.py"), "--quick", "--jobs", "1",
+         "--out", str(tmp_path), "--mesh", mesh],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "teddy: 0 trials to run" in again.stdout
+    assert (tmp_path / "teddy_trials.csv").read_bytes() == before
+
+
+def test_paper_bunny_quick(tmp_path, sphere):
+    rows = run_paper("bunny", tmp_path, "--mesh", sphere(3))
+    models = ["SLE", "Riemannian Matern (20)", "Riemannian Matern (50)",
+              "Riemannian Matern (20, unit amplitude)", "Riemannian Matern (50, unit amplitude)",
+              "Raw-distance embedding"]  # fmt: skip
+    _check_rows(rows, models, [])
+    assert (tmp_path / "bunny.md").read_text().startswith("# Stanford bunny")
+
+
+def test_paper_saxs_quick(tmp_path):
+    rows = run_paper("saxs", tmp_path)
+    models = [
+        "SLE - W2",
+        "Matern - sliced W2",
+        "SLE - sliced W2",
+        "Matern - sliced W2 (64x64)",
+        "Matern - W2",
+        "Raw-distance embedding - W2",
+    ]
+    _check_rows(rows, models, ["SLE - W2", "Matern - sliced W2"], may_fail={"Matern - W2"})
+    w2 = [r for r in rows if r["model"] == "Matern - W2" and r["status"] == "ok"]
+    assert all(r["min_eigenvalue"] != "" for r in w2)  # the PSD check ran
+    assert "sliced W2" in (tmp_path / "saxs.md").read_text()
+
+
+def test_paper_one_d_quick(tmp_path):
+    rows = run_paper("one_d", tmp_path)
+    _check_rows(rows, ["SLE", "Matern", "Raw-distance embedding"], ["SLE", "Matern"])

@@ -1,9 +1,21 @@
 """Built-in data sets: synthetic benchmarks that need no download."""
 
+from pymc_sle.datasets.meshes import MeshField, geodesic_sine_field, matern_field
+from pymc_sle.datasets.saxs import SAXSData, coarsen, saxs_images
 from pymc_sle.datasets.synthetic import (
     IndexedRegressionData,
     one_dimensional,
     one_dimensional_truth,
 )
 
-__all__ = ["IndexedRegressionData", "one_dimensional", "one_dimensional_truth"]
+__all__ = [
+    "IndexedRegressionData",
+    "MeshField",
+    "SAXSData",
+    "coarsen",
+    "geodesic_sine_field",
+    "matern_field",
+    "one_dimensional",
+    "one_dimensional_truth",
+    "saxs_images",
+]

@@ -1,0 +1,130 @@
+"""Built-in data sets: the SAXS simulator, detector binning, mesh targets."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pymc_sle.datasets import coarsen, geodesic_sine_field, matern_field, saxs_images
+from pymc_sle.distances import geodesic, wasserstein
+
+trimesh = pytest.importorskip("trimesh")
+
+
+def test_saxs_is_deterministic_counts_with_a_beam_stop():
+    a, b = saxs_images(n_images=4, size=32, seed=3), saxs_images(n_images=4, size=32, seed=3)
+    np.testing.assert_array_equal(a.images, b.images)
+    np.testing.assert_array_equal(a.y, b.y)
+    assert not np.array_equal(a.images, saxs_images(n_images=4, size=32, seed=4).images)
+    assert a.images.shape == (4, 32, 32) and a.y.shape == (4,)
+    assert (a.images >= 0).all() and np.array_equal(a.images, np.round(a.images))
+    centre = a.images[:, 15:17, 15:17]
+    assert (centre == 0).all()  # the beam stop
+    np.testing.assert_allclose(a.images.sum(axis=(1, 2)), 2e4, rtol=0.05)  # Poisson total
+
+
+def test_saxs_modulus_falls_with_coupling_disorder():
+    data = saxs_images(n_images=300, size=16, seed=0, y_noise_sd=0.0)
+    np.testing.assert_array_equal(data.y, data.modulus)
+    rho = stats.spearmanr(data.sigma_coupling, data.modulus).statistic
+    assert rho < -0.4
+    assert ((data.n_domains >= 2) & (data.n_domains <= 5)).all()
+
+
+def test_saxs_arcs_sit_at_the_fundamental_and_twice_it():
+    data = saxs_images(n_images=1, size=64, seed=1, counts=1e7)
+    axis = (np.arange(64) + 0.5) / 64 * 2 - 1
+    q = np.hypot(*np.meshgrid(axis, axis))
+    q_star = data.q_star[0]
+
+    def ring(radius):
+        return data.images[0][np.abs(q - radius) < 0.02].mean()
+
+    assert ring(q_star) > 2 * ring(1.5 * q_star)
+    assert ring(2 * q_star) > 1.2 * max(ring(1.6 * q_star), ring(2.4 * q_star))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_images": 0}, "`n_images` must be an integer >= 1"),
+        ({"size": 4}, "`size` must be an integer >= 8"),
+        ({"counts": 0.0}, "`counts` must be > 0"),
+        ({"y_noise_sd": -1.0}, "`y_noise_sd` must be >= 0"),
+    ],
+)
+def test_saxs_validates(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        saxs_images(**kwargs)
+
+
+def test_coarsen_sums_blocks_and_bounds_w2():
+    rng = np.random.default_rng(0)
+    images = rng.poisson(3.0, (4, 8, 8)).astype(float)
+    binned = coarsen(images, 2)
+    assert binned.shape == (4, 4, 4)
+    np.testing.assert_allclose(binned.sum(axis=(1, 2)), images.sum(axis=(1, 2)))
+    np.testing.assert_allclose(binned[0, 0, 0], images[0, :2, :2].sum())
+    fine = wasserstein(images, n_jobs=1, progress=False).values
+    coarse = wasserstein(binned, spacing=2.0, n_jobs=1, progress=False).values
+    assert np.abs(coarse - fine).max() <= np.sqrt(2) * (2 - 1) + 1e-9
+    np.testing.assert_array_equal(coarsen(images, 1), images)
+
+
+def test_coarsen_validates():
+    with pytest.raises(ValueError, match="`factor` must be an integer >= 1"):
+        coarsen(np.ones((1, 4, 4)), 0)
+    with pytest.raises(ValueError, match="multiples of factor=3"):
+        coarsen(np.ones((1, 4, 4)), 3)
+    with pytest.raises(ValueError, match=r"shape \(n, height, width\)"):
+        coarsen(np.ones((4, 4)), 2)
+
+
+@pytest.fixture(scope="module")
+def sphere_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("mesh") / "sphere.obj"
+    trimesh.creation.icosphere(subdivisions=3).export(path)
+    return path
+
+
+def test_matern_field_is_a_seeded_gp_draw(sphere_path):
+    pytest.importorskip("robust_laplacian")
+    a = matern_field(sphere_path, ls=0.5, sd=10.0, noise_sd=0.5, seed=1)
+    b = matern_field(sphere_path, ls=0.5, sd=10.0, noise_sd=0.5, seed=1)
+    np.testing.assert_array_equal(a.y, b.y)
+    assert a.mesh.n_vertices == 642 and a.noise_sd == 0.5
+    np.testing.assert_allclose(np.std(a.y - a.f), 0.5, rtol=0.15)
+    # The prior variance averages sd**2 over the vertices: check across draws.
+    draws = np.array([matern_field(sphere_path, ls=0.5, sd=10.0, seed=s).f for s in range(20)])
+    np.testing.assert_allclose(np.mean(draws**2), 100.0, rtol=0.25)
+
+
+def test_geodesic_sine_field(sphere_path):
+    field = geodesic_sine_field(sphere_path, oscillations=2.0)
+    vertices = field.mesh.vertices
+    assert field.source == int(np.argmax(vertices[:, 1])) and field.noise_sd == 0.0
+    d = geodesic(vertices, field.mesh.faces, cols=[field.source]).values[:, 0]
+    np.testing.assert_allclose(field.f, np.sin(2 * np.pi * 2.0 * d / d.max()))
+    np.testing.assert_array_equal(field.y, field.f)
+    assert field.f[field.source] == 0.0
+    other = geodesic_sine_field(sphere_path, source=5)
+    assert other.source == 5
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"oscillations": 0.0}, "`oscillations` must be > 0"),
+        ({"axis": 3}, "`axis` must be 0, 1 or 2"),
+        ({"source": 10_000}, r"`source` must be in \[0, 642\)"),
+    ],
+)
+def test_geodesic_sine_field_validates(sphere_path, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        geodesic_sine_field(sphere_path, **kwargs)
+
+
+def test_matern_field_validates(sphere_path):
+    with pytest.raises(ValueError, match="`sd` must be > 0"):
+        matern_field(sphere_path, sd=0.0)
+    with pytest.raises(ValueError, match="`noise_sd` must be >= 0"):
+        matern_field(sphere_path, noise_sd=-1.0)
