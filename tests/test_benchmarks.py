@@ -88,7 +88,7 @@ def _check_rows(rows, models, nuts_models, may_fail=()):
 
 def test_paper_teddy_quick_and_resume(tmp_path, sphere):
     mesh = sphere(3)
-    rows = run_paper("teddy", tmp_path, "--mesh", mesh)
+    rows = run_paper("teddy", tmp_path, "--mesh", mesh, "--render")
     models = ["SLE", "Geometric Matern", "Geometric Matern (unit amplitude)",
               "Raw-distance embedding", "Matern on geodesic"]  # fmt: skip
     _check_rows(rows, models, ["SLE", "Geometric Matern"], may_fail={"Matern on geodesic"})
@@ -106,7 +106,7 @@ def test_paper_teddy_quick_and_resume(tmp_path, sphere):
 
 
 def test_paper_bunny_quick(tmp_path, sphere):
-    rows = run_paper("bunny", tmp_path, "--mesh", sphere(3))
+    rows = run_paper("bunny", tmp_path, "--mesh", sphere(3), "--render")
     models = ["SLE", "Riemannian Matern (20)", "Riemannian Matern (50)",
               "Riemannian Matern (20, unit amplitude)", "Riemannian Matern (50, unit amplitude)",
               "Raw-distance embedding"]  # fmt: skip

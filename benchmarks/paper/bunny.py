@@ -102,12 +102,11 @@ def main(argv=None) -> None:
     prob, field = problem(args.mesh, n_test, max(counts), args.cache)
     models = [s.name for s in specs(counts)]
     if not args.summary_only:
-        protocol.run(
-            prob, specs(counts), sizes=sizes, n_draws=draws, out_dir=args.out, jobs=args.jobs
-        )
+        run_specs = protocol.selected(specs(counts), args.models)
+        protocol.run(prob, run_specs, sizes=sizes, n_draws=draws, out_dir=args.out, jobs=args.jobs)
     csv_path = args.out / f"{prob.name}_trials.csv"
     protocol.summarise(csv_path, title=title, table_sizes=sizes, models=models, note=__doc__)
-    if not args.summary_only:
+    if args.render:
         trial = prob.trials([sizes[-1]], 1, 0)[0]
         for spec in specs(counts)[:1] + specs(counts)[len(counts) : len(counts) + 1]:
             slug = spec.name.lower().replace(" ", "_").replace("(", "").replace(")", "")

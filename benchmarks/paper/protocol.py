@@ -230,10 +230,10 @@ def fit_map(spec: ModelSpec, ctx: Context, y_test: np.ndarray) -> dict:
 @dataclass(frozen=True)
 class NutsSettings:
     chains: int = 2
-    tune: int = 500
-    draws: int = 500
+    tune: int = 250
+    draws: int = 250
     target_accept: float = 0.9
-    predictive_draws: int = 250
+    predictive_draws: int = 200
 
 
 def fit_nuts(spec: ModelSpec, ctx: Context, y_test: np.ndarray, settings: NutsSettings) -> dict:
@@ -536,6 +536,16 @@ def summarise(
     return md
 
 
+def selected(specs: list[ModelSpec], names) -> list[ModelSpec]:
+    """The specs named in ``names`` (all when ``None``); unknown names are an error."""
+    if names is None:
+        return specs
+    unknown = set(names) - {s.name for s in specs}
+    if unknown:
+        raise SystemExit(f"unknown --models {sorted(unknown)}; known: {[s.name for s in specs]}")
+    return [s for s in specs if s.name in names]
+
+
 def parser(description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--quick", action="store_true", help="1 draw, small sizes: a smoke run")
@@ -545,6 +555,8 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=RESULTS, help="result directory")
     p.add_argument("--summary-only", action="store_true", help="rebuild tables from the CSV")
     p.add_argument("--cache", type=Path, default=HERE / "cache", help="distance/eigenpair cache")
+    p.add_argument("--models", nargs="+", help="run only these models (default: all)")
+    p.add_argument("--render", action="store_true", help="draw predictions (mesh experiments)")
     return p
 
 

@@ -121,9 +121,16 @@ def main(argv=None) -> None:
         nuts = protocol.NutsSettings()
     if not args.summary_only:
         protocol.run(
-            prob, specs(), sizes=sizes, n_draws=draws, out_dir=args.out, jobs=args.jobs,
-            nuts_draws=nuts_draws, nuts_models=NUTS_MODELS, nuts=nuts,
-        )  # fmt: skip
+            prob,
+            protocol.selected(specs(), args.models),
+            sizes=sizes,
+            n_draws=draws,
+            out_dir=args.out,
+            jobs=args.jobs,
+            nuts_draws=nuts_draws,
+            nuts_models=NUTS_MODELS,
+            nuts=nuts,
+        )
     csv_path = args.out / f"{prob.name}_trials.csv"
     protocol.summarise(csv_path, title=title, table_sizes=sizes, models=models, note=__doc__)
 

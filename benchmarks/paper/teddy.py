@@ -98,15 +98,16 @@ def main(argv=None) -> None:
         prob, field = problem(args.mesh)
         sizes, curve, draws, nuts_draws = TABLE_SIZES, CURVE_SIZES, args.draws, args.nuts_draws
         nuts = protocol.NutsSettings()
+    run_specs = protocol.selected(specs(), args.models)
     if not args.summary_only:
-        csv_path = protocol.run(
-            prob, specs(), sizes=sizes, n_draws=draws, out_dir=args.out, jobs=args.jobs,
+        protocol.run(
+            prob, run_specs, sizes=sizes, n_draws=draws, out_dir=args.out, jobs=args.jobs,
             nuts_draws=nuts_draws, nuts_models=NUTS_MODELS, nuts=nuts,
         )  # fmt: skip
         if curve:
             protocol.run(
                 prob,
-                specs(),
+                run_specs,
                 sizes=curve,
                 n_draws=args.curve_draws,
                 out_dir=args.out,
@@ -114,7 +115,7 @@ def main(argv=None) -> None:
             )
     csv_path = args.out / f"{prob.name}_trials.csv"
     protocol.summarise(csv_path, title=title, table_sizes=sizes, models=models, note=__doc__)
-    if not args.summary_only:
+    if args.render:
         trial = prob.trials([sizes[-1]], 1, 0)[0]
         for spec in specs()[:2]:
             slug = spec.name.lower().replace(" ", "_")
