@@ -16,6 +16,10 @@ MODULES = [
     "pymc_sle.demo",
     "pymc_sle.cli",
     "pymc_sle.distances",
+    "pymc_sle.baselines",
+    "pymc_sle.spectral",
+    "pymc_sle.inference",
+    "pymc_sle.diagnostics",
 ]
 
 

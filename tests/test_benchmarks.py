@@ -90,7 +90,8 @@ def test_paper_teddy_quick_and_resume(tmp_path, sphere):
     mesh = sphere(3)
     rows = run_paper("teddy", tmp_path, "--mesh", mesh, "--render")
     models = ["SLE", "Geometric Matern", "Geometric Matern (unit amplitude)",
-              "Raw-distance embedding", "Matern on geodesic"]  # fmt: skip
+              "Raw-distance embedding", "SLE (nearest-neighbour radius bound)",
+              "Matern on geodesic"]  # fmt: skip
     _check_rows(rows, models, ["SLE", "Geometric Matern"], may_fail={"Matern on geodesic"})
     assert (tmp_path / "teddy.md").read_text().startswith("# Teddy mesh")
     assert (tmp_path / "teddy.png").exists() and (tmp_path / "teddy_sle.png").exists()
@@ -133,3 +134,24 @@ def test_paper_saxs_quick(tmp_path):
 def test_paper_one_d_quick(tmp_path):
     rows = run_paper("one_d", tmp_path)
     _check_rows(rows, ["SLE", "Matern", "Raw-distance embedding"], ["SLE", "Matern"])
+
+
+def test_paper_protocol_dedupes_and_aggregates(tmp_path):
+    sys.path.insert(0, str(BENCHMARKS / "paper"))
+    try:
+        import protocol
+    finally:
+        sys.path.pop(0)
+    path = tmp_path / "x_trials.csv"
+    base = {"experiment": "x", "inference": "map", "size": 10, "status": "ok", "crps": 1.0}
+    for model, draw, rmse, picp in [("A", 0, 1.0, 0.9), ("A", 1, 3.0, 0.94), ("A", 1, 99.0, 0.0),
+                                    ("B", 0, 0.5, 0.5), ("B", 1, 0.5, 0.5)]:  # fmt: skip
+        protocol._append(path, {**base, "model": model, "draw": draw, "rmse": rmse, "picp": picp})
+    rows = protocol.read_rows(path)
+    assert len(rows) == 4  # the repeated (A, map, 10, 1) row is dropped, the first one kept
+    stats = protocol.aggregate(rows)
+    mean, se, n = stats[("A", "map", 10)]["rmse"]
+    assert (mean, n) == (2.0, 2) and abs(se - 1.0) < 1e-12  # sd sqrt(2) over sqrt(2)
+    table = protocol.markdown_table(rows, "map", [10], ["A", "B"])
+    assert "**0.500 ± 0.000**" in table  # B has the lower RMSE
+    assert "**0.920 ± 0.020**" in table  # A's PICP is closer to 0.95

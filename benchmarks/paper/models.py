@@ -31,13 +31,15 @@ def sle_spec(
     ls: tuple[float, float],
     amplitude: tuple[float, float] | None = None,
     radius_upper_factor: float = 1.0,
+    radius_lower: str = "min",
 ) -> ModelSpec:
-    """SLE on distance ``kind``; radius between the smallest and ``radius_upper_factor`` times
-    the largest non-zero training distance (the paper's bounds), amplitude free in ``amplitude``
-    bounds or fixed at 1."""
+    """SLE on distance ``kind``; radius between the smallest (``radius_lower="min"``, the
+    paper's) or the median nearest-neighbour (``"nearest"``, the library's default) and
+    ``radius_upper_factor`` times the largest non-zero training distance; amplitude free in
+    ``amplitude`` bounds or fixed at 1."""
 
     def kernel(ctx: Context):
-        lower, upper = radius_bounds(_training_block(ctx, kind), lower="min")
+        lower, upper = radius_bounds(_training_block(ctx, kind), lower=radius_lower)
         upper *= radius_upper_factor
         radius = log_uniform("radius", lower, upper)
         a = 1.0 if amplitude is None else log_uniform("amplitude", *amplitude)

@@ -300,10 +300,17 @@ def _append(path: Path, row: dict) -> None:
 
 
 def read_rows(path: Path) -> list[dict]:
+    """The CSV's rows, one per (model, inference, size, draw): the first wins. A worker of an
+    interrupted run can finish its trial after the parent is gone, so a rerun may append a
+    second row for the same fit (with the same seed, the same numbers)."""
     if not path.exists():
         return []
     with open(path, newline="") as handle:
-        return list(csv.DictReader(handle))
+        rows = list(csv.DictReader(handle))
+    unique = {}
+    for row in rows:
+        unique.setdefault(_key(row), row)
+    return list(unique.values())
 
 
 def _key(row) -> tuple:
@@ -596,20 +603,23 @@ def render(problem: Problem, spec: ModelSpec, trial: Trial, mesh, path: Path, ti
     centred = v - v.mean(axis=0)
     axes_ = np.linalg.svd(centred, full_matrices=False)[2]
     v2 = centred @ axes_.T
-    fig = plt.figure(figsize=(16, 4.6))
-    limits = {"truth": (truth.min(), truth.max())}
-    limits[f"{spec.name} mean"] = limits["truth"]
+    fig = plt.figure(figsize=(11, 10))
+    # Colour limits from the 1st-99th percentiles, shared by truth and mean.
+    shared = tuple(np.percentile(truth, [1, 99]))
     for i, (label, values) in enumerate(panels.items()):
-        ax = fig.add_subplot(1, 4, i + 1, projection="3d")
-        lo, hi = limits.get(label, (values.min(), values.max()))
-        cmap = plt.get_cmap("magma" if label.endswith(("sd", "|error|")) else "viridis")
-        colours = cmap((values[faces].mean(axis=1) - lo) / max(hi - lo, 1e-12))
-        ax.add_collection3d(Poly3DCollection(v2[faces], facecolors=colours, linewidths=0))
+        ax = fig.add_subplot(2, 2, i + 1, projection="3d")
+        lo, hi = shared if i < 2 else tuple(np.percentile(values, [1, 99]))
+        cmap = plt.get_cmap("viridis" if i < 2 else "magma")
+        face_values = np.clip((values[faces].mean(axis=1) - lo) / max(hi - lo, 1e-12), 0, 1)
+        ax.add_collection3d(Poly3DCollection(v2[faces], facecolors=cmap(face_values), linewidths=0))
         span = np.abs(v2).max()
         ax.set(xlim=(-span, span), ylim=(-span, span), zlim=(-span, span))
+        ax.set_box_aspect(None, zoom=1.5)
         ax.view_init(elev=90, azim=-90)  # along the thinnest principal axis
         ax.set_axis_off()
-        ax.set_title(f"{label}\n[{lo:.3g}, {hi:.3g}]", fontsize=9)
+        colourbar = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(lo, hi))
+        fig.colorbar(colourbar, ax=ax, shrink=0.6, pad=0.0)
+        ax.set_title(label, fontsize=11)
     fig.suptitle(f"{title} (n = {trial.size}, draw {trial.draw}, MAP)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
