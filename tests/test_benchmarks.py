@@ -116,7 +116,7 @@ def test_paper_bunny_quick(tmp_path, sphere):
 
 
 def test_paper_saxs_quick(tmp_path):
-    rows = run_paper("saxs", tmp_path)
+    rows = run_paper("saxs", tmp_path, "--render")
     models = [
         "SLE - W2",
         "Matern - sliced W2",
@@ -129,6 +129,7 @@ def test_paper_saxs_quick(tmp_path):
     w2 = [r for r in rows if r["model"] == "Matern - W2" and r["status"] == "ok"]
     assert all(r["min_eigenvalue"] != "" for r in w2)  # the PSD check ran
     assert "sliced W2" in (tmp_path / "saxs.md").read_text()
+    assert (tmp_path / "saxs_images.png").exists()
 
 
 def test_paper_one_d_quick(tmp_path):

@@ -79,6 +79,32 @@ TABLE_SIZES = (150, 200, 250)
 NUTS_MODELS = ("SLE - W2", "Matern - sliced W2")
 
 
+def figure_images(path: Path, quick: bool) -> None:
+    """Three simulated images (log counts) at full resolution and binned as W2 sees them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = saxs_images(n_images=60 if quick else N_IMAGES, seed=2024)
+    chosen = np.argsort(data.sigma_coupling)[[0, data.y.size // 2, -1]]
+    fig, axes = plt.subplots(2, 3, figsize=(10, 6.8))
+    for column, index in enumerate(chosen):
+        for row, image in enumerate(
+            (data.images[index], coarsen(data.images[[index]], BINNING)[0])
+        ):
+            axes[row, column].imshow(np.log1p(image), cmap="magma")
+            axes[row, column].set_axis_off()
+        axes[0, column].set_title(
+            f"sigma_coup = {data.sigma_coupling[index]:.2f} rad, y = {data.y[index]:.2f} GPa",
+            fontsize=9,
+        )
+    axes[1, 0].set_title(f"binned {BINNING} x {BINNING} (the W2 input)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def problem(quick: bool, cache: Path, seed: int = 3345) -> Problem:
     _, y = images(quick)
     matrices = {k: v.values for k, v in distance_matrices(quick, cache).items()}
@@ -133,6 +159,8 @@ def main(argv=None) -> None:
         )
     csv_path = args.out / f"{prob.name}_trials.csv"
     protocol.summarise(csv_path, title=title, table_sizes=sizes, models=models, note=__doc__)
+    if args.render:
+        figure_images(args.out / "saxs_images.png", args.quick)
 
 
 if __name__ == "__main__":
