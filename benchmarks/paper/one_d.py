@@ -58,30 +58,16 @@ def specs() -> list:
 
 def main(argv=None) -> None:
     args = protocol.parser(__doc__.splitlines()[0]).parse_args(argv)
-    models = [s.name for s in specs()]
-    title = "1-D benchmark (paper Figure 1 setting)"
-    if args.quick:
-        prob = problem(n_pool=60, n_test=30)
-        sizes, draws, nuts_draws = (20,), 1, 1
-        nuts = protocol.NutsSettings(chains=1, tune=30, draws=30, predictive_draws=20)
-    else:
-        prob = problem()
-        sizes, draws, nuts_draws = TABLE_SIZES, args.draws, args.nuts_draws
-        nuts = protocol.NutsSettings()
-    if not args.summary_only:
-        protocol.run(
-            prob,
-            protocol.selected(specs(), args.models),
-            sizes=sizes,
-            n_draws=draws,
-            out_dir=args.out,
-            jobs=args.jobs,
-            nuts_draws=nuts_draws,
-            nuts_models=NUTS_MODELS,
-            nuts=nuts,
-        )
-    csv_path = args.out / f"{prob.name}_trials.csv"
-    protocol.summarise(csv_path, title=title, table_sizes=sizes, models=models, note=__doc__)
+    protocol.experiment(
+        args,
+        problem(n_pool=60, n_test=30) if args.quick else problem(),
+        specs(),
+        sizes=TABLE_SIZES,
+        quick_size=20,
+        nuts_models=NUTS_MODELS,
+        title="1-D benchmark (paper Figure 1 setting)",
+        note=__doc__,
+    )
 
 
 if __name__ == "__main__":

@@ -543,6 +543,44 @@ def summarise(
     return md
 
 
+QUICK_NUTS = NutsSettings(chains=1, tune=30, draws=30, predictive_draws=20)
+
+
+def experiment(
+    args,
+    prob: Problem,
+    specs: list[ModelSpec],
+    *,
+    sizes,
+    quick_size: int,
+    nuts_models: tuple[str, ...],
+    title: str,
+    note: str,
+) -> Path:
+    """Run (unless ``--summary-only``) and summarise one experiment from its parsed arguments:
+    ``--quick`` is one draw at ``quick_size`` with a tiny NUTS run; otherwise ``sizes`` with
+    ``--draws`` MAP draws and ``--nuts-draws`` NUTS draws of ``nuts_models``."""
+    if args.quick:
+        sizes, draws, nuts_draws, nuts = (quick_size,), 1, 1, QUICK_NUTS
+    else:
+        draws, nuts_draws, nuts = args.draws, args.nuts_draws, NutsSettings()
+    if not args.summary_only:
+        run(
+            prob,
+            selected(specs, args.models),
+            sizes=sizes,
+            n_draws=draws,
+            out_dir=args.out,
+            jobs=args.jobs,
+            nuts_draws=nuts_draws,
+            nuts_models=nuts_models,
+            nuts=nuts,
+        )
+    csv_path = args.out / f"{prob.name}_trials.csv"
+    models = [s.name for s in specs]
+    return summarise(csv_path, title=title, table_sizes=sizes, models=models, note=note)
+
+
 def selected(specs: list[ModelSpec], names) -> list[ModelSpec]:
     """The specs named in ``names`` (all when ``None``); unknown names are an error."""
     if names is None:

@@ -134,31 +134,17 @@ def specs() -> list:
 
 
 def main(argv=None) -> None:
-    p = protocol.parser(__doc__.splitlines()[0])
-    args = p.parse_args(argv)
-    prob = problem(args.quick, args.cache)
-    models = [s.name for s in specs()]
-    title = "SAXS images: SLE on exact W2 vs Matern on sliced W2 (paper Table 3)"
-    if args.quick:
-        sizes, draws, nuts_draws = (30,), 1, 1
-        nuts = protocol.NutsSettings(chains=1, tune=30, draws=30, predictive_draws=20)
-    else:
-        sizes, draws, nuts_draws = TABLE_SIZES, args.draws, args.nuts_draws
-        nuts = protocol.NutsSettings()
-    if not args.summary_only:
-        protocol.run(
-            prob,
-            protocol.selected(specs(), args.models),
-            sizes=sizes,
-            n_draws=draws,
-            out_dir=args.out,
-            jobs=args.jobs,
-            nuts_draws=nuts_draws,
-            nuts_models=NUTS_MODELS,
-            nuts=nuts,
-        )
-    csv_path = args.out / f"{prob.name}_trials.csv"
-    protocol.summarise(csv_path, title=title, table_sizes=sizes, models=models, note=__doc__)
+    args = protocol.parser(__doc__.splitlines()[0]).parse_args(argv)
+    protocol.experiment(
+        args,
+        problem(args.quick, args.cache),
+        specs(),
+        sizes=TABLE_SIZES,
+        quick_size=30,
+        nuts_models=NUTS_MODELS,
+        title="SAXS images: SLE on exact W2 vs Matern on sliced W2 (paper Table 3)",
+        note=__doc__,
+    )
     if args.render:
         figure_images(args.out / "saxs_images.png", args.quick)
 
