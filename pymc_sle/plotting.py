@@ -1,4 +1,4 @@
-"""Figures for SLE models: 1-D posterior bands and the bump profile."""
+"""Figures for SLE models: 1-D posterior bands, the bump profile and fields on meshes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from pymc_sle.bump import bump
 
-__all__ = ["plot_bump_profile", "plot_posterior_1d"]
+__all__ = ["plot_bump_profile", "plot_mesh_field", "plot_posterior_1d"]
 
 
 def plot_posterior_1d(
@@ -62,4 +62,54 @@ def plot_bump_profile(ax, radius_draws, *, amplitude=1.0, shape=1.0, d_max=None)
     ax.set_ylabel("b(d)")
     ax.set_title("bump profile (posterior)")
     ax.legend(fontsize="small")
+    return ax
+
+
+def plot_mesh_field(ax, vertices, faces, values, *, limits=None, cmap="viridis", colorbar=True):
+    """A per-vertex field on a triangle mesh, seen along the mesh's thinnest principal axis.
+
+    Parameters
+    ----------
+    ax : mpl_toolkits.mplot3d.Axes3D
+        A 3-D axes (``fig.add_subplot(..., projection="3d")``).
+    vertices : array_like of shape (V, 3)
+    faces : array_like of int of shape (F, 3)
+    values : array_like of shape (V,)
+        The field; each face is coloured by the mean of its vertices.
+    limits : (float, float), optional
+        Colour limits; default the 1st and 99th percentiles of ``values``.
+    cmap : str, default "viridis"
+    colorbar : bool, default True
+
+    Returns
+    -------
+    ax
+    """
+    import matplotlib.pyplot as plt
+    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+
+    vertices, faces = np.asarray(vertices, dtype=float), np.asarray(faces)
+    values = np.asarray(values, dtype=float)
+    if vertices.ndim != 2 or vertices.shape[1] != 3:
+        raise ValueError(f"`vertices` must have shape (V, 3), but got {vertices.shape}")
+    if values.shape != (vertices.shape[0],):
+        raise ValueError(
+            f"`values` must have one entry per vertex ({vertices.shape[0]}), but got shape "
+            f"{values.shape}"
+        )
+    centred = vertices - vertices.mean(axis=0)
+    principal = np.linalg.svd(centred, full_matrices=False)[2]
+    v2 = centred @ principal.T
+    lo, hi = tuple(np.percentile(values, [1, 99])) if limits is None else limits
+    colours = plt.get_cmap(cmap)
+    face_values = np.clip((values[faces].mean(axis=1) - lo) / max(hi - lo, 1e-12), 0, 1)
+    ax.add_collection3d(Poly3DCollection(v2[faces], facecolors=colours(face_values), linewidths=0))
+    span = np.abs(v2).max()
+    ax.set(xlim=(-span, span), ylim=(-span, span), zlim=(-span, span))
+    ax.set_box_aspect(None, zoom=1.5)
+    ax.view_init(elev=90, azim=-90)  # along the thinnest principal axis
+    ax.set_axis_off()
+    if colorbar:
+        mappable = plt.cm.ScalarMappable(cmap=colours, norm=plt.Normalize(lo, hi))
+        ax.figure.colorbar(mappable, ax=ax, shrink=0.6, pad=0.0)
     return ax

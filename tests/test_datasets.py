@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pymc_sle.datasets import coarsen, geodesic_sine_field, matern_field, saxs_images
+from pymc_sle.datasets import (
+    coarsen,
+    geodesic_sine_field,
+    geodesic_sines_field,
+    matern_field,
+    saxs_images,
+)
 from pymc_sle.distances import geodesic, wasserstein
 
 trimesh = pytest.importorskip("trimesh")
@@ -121,6 +127,34 @@ def test_geodesic_sine_field(sphere_path):
 def test_geodesic_sine_field_validates(sphere_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         geodesic_sine_field(sphere_path, **kwargs)
+
+
+def test_geodesic_sines_field_sums_separated_sources(sphere_path):
+    omega = (1.0, 1.5, 2.5)
+    field = geodesic_sines_field(sphere_path, oscillations=omega)
+    vertices, faces = field.mesh.vertices, field.mesh.faces
+    assert len(set(field.sources)) == 3 and field.sources[0] == int(np.argmax(vertices[:, 1]))
+    D = geodesic(vertices, faces, cols=list(field.sources)).values
+    # farthest-point sampling: the second source is the antipode of the first on a sphere
+    assert D[field.sources[1], 0] == D[:, 0].max()
+    expected = sum(np.sin(2 * np.pi * w * D[:, k] / D[:, k].max()) for k, w in enumerate(omega))
+    np.testing.assert_allclose(field.f, expected / np.sqrt(3))
+    np.testing.assert_array_equal(field.y, field.f)
+    single = geodesic_sines_field(sphere_path, oscillations=[2.0])
+    np.testing.assert_allclose(single.f, geodesic_sine_field(sphere_path, oscillations=2.0).f)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"oscillations": []}, "`oscillations` must be a non-empty sequence"),
+        ({"oscillations": [1.0, -1.0]}, "`oscillations` must be a non-empty sequence"),
+        ({"axis": -1}, "`axis` must be 0, 1 or 2"),
+    ],
+)
+def test_geodesic_sines_field_validates(sphere_path, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        geodesic_sines_field(sphere_path, **kwargs)
 
 
 def test_matern_field_validates(sphere_path):

@@ -16,7 +16,7 @@ scale): signal variance [0.01, 10] x Var(y_train); nugget 1e-5 fixed.
   variance learned; and ``(k, unit amplitude)`` with the signal variance fixed at 1.
 - ``Raw-distance embedding``: the paper's ablation.
 
-Run:  python benchmarks/paper/bunny.py [--quick] [--draws 30] [--jobs 2]
+Run:  `python benchmarks/paper/bunny.py [--quick] [--draws 30] [--jobs 2]`
 """
 
 from __future__ import annotations

@@ -29,31 +29,32 @@ def sle_spec(
     hyper,
     *,
     ls: tuple[float, float],
-    amplitude: tuple[float, float] | None = None,
+    amplitude: tuple[float, float] | float = 1.0,
     radius_upper_factor: float = 1.0,
     radius_lower: str = "min",
+    radius: float | None = None,
 ) -> ModelSpec:
     """SLE on distance ``kind``; radius between the smallest (``radius_lower="min"``, the
     paper's) or the median nearest-neighbour (``"nearest"``, the library's default) and
-    ``radius_upper_factor`` times the largest non-zero training distance; amplitude free in
-    ``amplitude`` bounds or fixed at 1."""
+    ``radius_upper_factor`` times the largest non-zero training distance, or fixed at
+    ``radius``; amplitude free in ``amplitude`` bounds (a tuple) or fixed (a number)."""
 
     def kernel(ctx: Context):
         lower, upper = radius_bounds(_training_block(ctx, kind), lower=radius_lower)
         upper *= radius_upper_factor
-        radius = log_uniform("radius", lower, upper)
-        a = 1.0 if amplitude is None else log_uniform("amplitude", *amplitude)
+        r = log_uniform("radius", lower, upper) if radius is None else radius
+        a = log_uniform("amplitude", *amplitude) if isinstance(amplitude, tuple) else amplitude
         # The paper frees amplitude and ls together; MAP is unaffected by the ridge SLE warns
         # about, so the warning is silenced for this reproduction.
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Both `amplitude` and `ls` are random")
             return sle.SLE(
                 ctx.landmark[kind],
-                radius=radius,
+                radius=r,
                 ls=log_uniform("ls", *ls),
                 amplitude=a,
                 inner=inner,
-                radius_max=upper,
+                radius_max=upper if radius is None else None,
             )
 
     return ModelSpec(name, kernel, hyper, distance_kinds=(kind,))

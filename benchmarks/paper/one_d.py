@@ -11,7 +11,7 @@ Var(y_train), noise variance [1e-6, 1], zero mean.
 - ``Matern``: the stationary Matern of |x - x'|, ls [1e-3, 10].
 - ``Raw-distance embedding``: the ablation.
 
-Run:  python benchmarks/paper/one_d.py [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]
+Run:  `python benchmarks/paper/one_d.py [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]`
 """
 
 from __future__ import annotations

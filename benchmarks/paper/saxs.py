@@ -23,7 +23,7 @@ scale): signal variance [1, 1e10], radius [smallest, 2 x largest] training dista
 - ``Matern - W2``: Matern of exact W2, not PSD in general; checked at the fit.
 - ``Raw-distance embedding - W2``: the ablation.
 
-Run:  python benchmarks/paper/saxs.py [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]
+Run:  `python benchmarks/paper/saxs.py [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]`
 """
 
 from __future__ import annotations

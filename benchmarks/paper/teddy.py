@@ -19,7 +19,7 @@ Models (all Matern-5/2; hyperparameters flat on the log scale between bounds):
   ``lower="nearest"``, the library default) instead of the smallest distance.
 - ``Matern on geodesic``: Matern of the geodesic itself, with a PSD check at the fit.
 
-Run:  python benchmarks/paper/teddy.py [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]
+Run:  `python benchmarks/paper/teddy.py [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]`
 """
 
 from __future__ import annotations

@@ -1,6 +1,11 @@
 """Built-in data sets: synthetic benchmarks that need no download."""
 
-from pymc_sle.datasets.meshes import MeshField, geodesic_sine_field, matern_field
+from pymc_sle.datasets.meshes import (
+    MeshField,
+    geodesic_sine_field,
+    geodesic_sines_field,
+    matern_field,
+)
 from pymc_sle.datasets.saxs import SAXSData, coarsen, saxs_images
 from pymc_sle.datasets.synthetic import (
     IndexedRegressionData,
@@ -14,6 +19,7 @@ __all__ = [
     "SAXSData",
     "coarsen",
     "geodesic_sine_field",
+    "geodesic_sines_field",
     "matern_field",
     "one_dimensional",
     "one_dimensional_truth",

@@ -10,7 +10,7 @@ import numpy as np
 from pymc_sle.distances.geodesic import Mesh, geodesic, load_mesh
 from pymc_sle.spectral import laplace_beltrami, matern_spectrum
 
-__all__ = ["MeshField", "geodesic_sine_field", "matern_field"]
+__all__ = ["MeshField", "geodesic_sine_field", "geodesic_sines_field", "matern_field"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ class MeshField:
         Standard deviation of the observation noise (0 for a noiseless target).
     source : int or None
         The source vertex of a geodesic target.
+    sources : tuple of int
+        The source vertices of a several-source geodesic target (empty otherwise).
     """
 
     mesh: Mesh
@@ -36,6 +38,7 @@ class MeshField:
     y: np.ndarray
     noise_sd: float
     source: int | None = None
+    sources: tuple[int, ...] = ()
 
 
 def _connected(mesh: Mesh | str | os.PathLike) -> Mesh:
@@ -125,3 +128,50 @@ def geodesic_sine_field(
     d = geodesic(mesh.vertices, mesh.faces, cols=[source]).values[:, 0]
     f = np.sin(2.0 * np.pi * oscillations * d / d.max())
     return MeshField(mesh, f, f.copy(), 0.0, source)
+
+
+INCOMMENSURATE_OSCILLATIONS = (2.0, 2.0 * float(np.sqrt(2.0)), 2.0 * float(np.sqrt(3.0)))
+
+
+def geodesic_sines_field(
+    mesh: Mesh | str | os.PathLike,
+    *,
+    oscillations=INCOMMENSURATE_OSCILLATIONS,
+    axis: int = 1,
+) -> MeshField:
+    r"""A sum of sines of geodesic distances from several well-separated sources (the paper's
+    Dragon ablation target).
+
+    .. math:: f(x) = \frac{1}{\sqrt{K}} \sum_{k=1}^{K}
+        \sin\bigl(2\pi \omega_k\, d(x, s_k) / \max_x d(x, s_k)\bigr)
+
+    with graph geodesics :math:`d`. The first source is the vertex farthest along ``axis``; each
+    next one is the vertex farthest (geodesically) from the sources chosen so far. With
+    incommensurate periods :math:`\omega_k` (the default: 2, 2 sqrt 2, 2 sqrt 3) the field is
+    not a function of the distance to any single point. Noiseless: ``y = f``.
+
+    Parameters
+    ----------
+    mesh : Mesh or path
+        The largest connected component is used.
+    oscillations : sequence of float
+        :math:`\omega_k`, one per source (at least one, all > 0).
+    axis : int, default 1
+        Coordinate whose maximum picks the first source.
+    """
+    mesh = _connected(mesh)
+    omega = np.atleast_1d(np.asarray(oscillations, dtype=float))
+    if omega.ndim != 1 or omega.size == 0 or not np.all(np.isfinite(omega) & (omega > 0)):
+        raise ValueError(
+            f"`oscillations` must be a non-empty sequence of numbers > 0, but got {oscillations!r}"
+        )
+    if axis not in (0, 1, 2):
+        raise ValueError(f"`axis` must be 0, 1 or 2, but got {axis!r}")
+    sources = [int(np.argmax(mesh.vertices[:, axis]))]
+    columns = [geodesic(mesh.vertices, mesh.faces, cols=sources).values[:, 0]]
+    while len(sources) < omega.size:
+        sources.append(int(np.argmax(np.min(columns, axis=0))))
+        columns.append(geodesic(mesh.vertices, mesh.faces, cols=sources[-1:]).values[:, 0])
+    f = sum(np.sin(2.0 * np.pi * w * d / d.max()) for w, d in zip(omega, columns, strict=True))
+    f = f / np.sqrt(omega.size)
+    return MeshField(mesh, f, f.copy(), 0.0, sources=tuple(sources))

@@ -1,0 +1,106 @@
+"""What the diagnostic studies (benchmarks/studies/*.py) share: paths, the command line, power-law
+fits and result files.
+
+The studies reuse the paper-reproduction problems and protocol (``benchmarks/paper``), so a
+study's Teddy, SAXS or 1-D data are exactly the reproduction's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import pymc_sle as sle
+
+HERE = Path(__file__).resolve().parent
+PAPER = HERE.parent / "paper"
+RESULTS = HERE.parent / "results" / "studies"
+sys.path.insert(0, str(PAPER))
+
+import protocol  # noqa: E402  (benchmarks/paper is not a package)
+
+SHARED_DATA = protocol.SHARED_DATA
+
+
+def parser(description: str, *, draws: int | None = None) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run for CI")
+    p.add_argument("--out", type=Path, default=RESULTS, help="result directory")
+    p.add_argument("--cache", type=Path, default=PAPER / "cache", help="distance cache")
+    p.add_argument("--jobs", type=int, default=2, help="worker processes")
+    if draws is not None:
+        p.add_argument("--draws", type=int, default=draws, help="random draws per setting")
+    return p
+
+
+def power_law(x, y) -> float:
+    """Exponent ``alpha`` of the least-squares fit ``log y = alpha log x + c``."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 2 or np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError(f"a power law needs >= 2 positive points, got x={x}, y={y}")
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def one_d_spec(name: str) -> protocol.ModelSpec:
+    """The 1-D reproduction's model ``name`` ("SLE", "Matern", "Raw-distance embedding")."""
+    import one_d
+
+    return protocol.selected(one_d.specs(), [name])[0]
+
+
+def one_d_context(data, seed: int) -> protocol.Context:
+    """The protocol context of a `pymc_sle.datasets.one_dimensional` data set: its training
+    points are the trial, its test points the test set."""
+    D = data.distances.values
+    problem = protocol.Problem(
+        "one_d",
+        np.concatenate([data.y_train, data.y_test]),
+        data.test,
+        data.train,
+        lambda points, cols, kind: D[np.ix_(points, cols)],
+    )
+    trial = protocol.Trial(data.train.size, 0, seed, data.train)
+    return problem.context(trial, {"euclidean"}, {"euclidean"})
+
+
+def embedding_distances(D: np.ndarray, radius: float) -> np.ndarray:
+    """Pairwise SLE embedding distances ||phi(x) - phi(x')|| (a = 1, beta = 1) over the rows of
+    the square matrix ``D``, every point a landmark: the upper triangle, row by row."""
+    phi = sle.bump(D, radius)
+    squared = np.sum(phi**2, axis=1)
+    gram = squared[:, None] + squared[None, :] - 2.0 * phi @ phi.T
+    return np.sqrt(np.maximum(gram[np.triu_indices_from(gram, 1)], 0.0))
+
+
+def write_json(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, default=float) + "\n")
+
+
+def write_markdown(path: Path, title: str, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join([f"# {title}", "", *lines, ""]))
+
+
+def pyplot():
+    """matplotlib's pyplot on the non-interactive backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def markdown_rows(header: list[str], rows: list[list]) -> list[str]:
+    """A markdown table; floats get 4 significant digits."""
+
+    def cell(v):
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]

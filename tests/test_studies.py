@@ -1,0 +1,110 @@
+"""The diagnostic studies (benchmarks/studies/*.py) run end to end in quick mode, so they cannot
+rot, and their outputs satisfy what the studies claim to measure."""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+STUDIES = Path(__file__).resolve().parents[1] / "benchmarks" / "studies"
+
+
+@pytest.fixture
+def sphere(tmp_path) -> str:
+    trimesh = pytest.importorskip("trimesh")
+    path = tmp_path / "sphere.obj"
+    trimesh.creation.icosphere(3).export(path)
+    return str(path)
+
+
+def run_study(name: str, out: Path, *args: str) -> Path:
+    result = subprocess.run(
+        [sys.executable, str(STUDIES / f"{name}.py"), "--quick", "--jobs", "1",
+         "--out", str(out), "--cache", str(out / "cache"), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (out / f"{name}.md").read_text().startswith("# ")
+    assert (out / f"{name}.png").stat().st_size > 10_000
+    return out
+
+
+def rows(path: Path) -> list[dict]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_conditioning_quick(tmp_path):
+    out = run_study("conditioning", tmp_path)
+    stats = json.loads((out / "conditioning.json").read_text())
+    table = rows(out / "conditioning.csv")
+    assert len(table) == 2 * 2 * 2  # settings x models x sizes, one draw
+    assert all(float(r["kappa"]) >= 1.0 for r in table)
+    for setting in ("initial", "optimised"):
+        for model in ("SLE", "Raw-distance embedding"):
+            assert set(stats[setting][model]) >= {"kappa_mean", "alpha"}
+    sle_rows = [r for r in table if r["model"] == "SLE"]
+    assert all(0 < float(r["s_bar"]) <= int(r["size"]) for r in sle_rows)
+
+
+def test_distortion_quick(tmp_path):
+    stats = json.loads((run_study("distortion", tmp_path) / "distortion.json").read_text())
+    assert stats["n_pairs"] == 60 * 59 // 2
+    assert abs(stats["fraction_beyond_r_local"] - 0.067) < 0.01  # the paper's share of far pairs
+    assert stats["r_dense"] > stats["diameter"] > stats["r_local"]
+    assert all(-1 <= v <= 1 for v in stats["spearman"].values())
+    assert stats["spearman"]["sw2_vs_w2"] > 0.8  # sliced W2 orders pairs like exact W2
+
+
+def test_why_sle_quick_sle_is_psd_where_the_distance_kernels_need_not_be(tmp_path, sphere):
+    stats = json.loads((run_study("why_sle", tmp_path, "--mesh", sphere) / "why_sle.json")
+                       .read_text())  # fmt: skip
+    for curves in stats["results"].values():
+        assert len(curves) == 4
+        for kernel, values in curves.items():
+            assert len(values) == len(stats["scales"])
+            if kernel.startswith("SLE"):
+                assert min(values) > -1e-12, kernel  # PSD for any distance
+
+
+def test_ablation_quick(tmp_path, sphere):
+    out = run_study("ablation", tmp_path, "--teddy-mesh", sphere, "--bunny-mesh", sphere)
+    for name in ("teddy", "bunny_sines"):
+        table = rows(out / f"{name}_trials.csv")
+        assert {(r["model"], r["size"]) for r in table} == {
+            (m, s) for m in ("SLE", "Raw-distance embedding") for s in ("30", "40")
+        }
+        assert all(r["status"] == "ok" for r in table)
+    text = (out / "ablation.md").read_text()
+    assert "## Teddy" in text and "## Bunny" in text
+
+
+def test_sensitivity_quick(tmp_path, sphere):
+    out = run_study("sensitivity", tmp_path, "--mesh", sphere)
+    table = rows(out / "teddy_sensitivity_trials.csv")
+    names = {r["model"] for r in table}
+    assert names == {"radius = 10", "radius = 13", "amplitude = 1", "amplitude = 2",
+                     "inner = matern52", "inner = matern32", "inner = rbf"}  # fmt: skip
+    for row in table:
+        params = json.loads(row["params"])
+        assert "max_logp" in params
+        if row["model"].startswith("radius"):
+            assert "radius" not in params  # held fixed, not re-optimised
+        if row["model"].startswith("amplitude"):
+            assert "amplitude" not in params and "radius" in params
+
+
+def test_runtime_quick(tmp_path):
+    stats = json.loads((run_study("runtime", tmp_path) / "runtime.json").read_text())
+    assert stats["sizes"] == [30, 60]
+    for model in ("SLE", "Matern", "Raw-distance embedding"):
+        for column in ("kernel_ms", "kernel_mib", "train_s", "predict_s"):
+            assert all(v > 0 for v in stats[model][column]["mean"])
+            assert "alpha" in stats[model][column]
+    s_bar = stats["SLE"]["s_bar_initial"]["mean"]
+    assert all(0 < s <= n for s, n in zip(s_bar, stats["sizes"], strict=True))
