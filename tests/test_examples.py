@@ -1,5 +1,7 @@
-"""The example scripts run as a user would run them (quick mode)."""
+"""The example scripts (the documentation's how-to guides) run as a user would run them, in
+quick mode, and print or save what their guide promises."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,17 +12,35 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 @pytest.mark.parametrize(
-    "script, extra",
-    [("quickstart.py", []), ("amplitude_identifiability.py", ["--out", "{tmp}"])],
-)
-def test_example_runs(tmp_path, script, extra):
+    "script, extra, expected_output, expected_files",
+    [
+        ("quickstart.py", [], [r"rmse"], []),
+        ("amplitude_identifiability.py", ["--out", "{tmp}"], [], ["amplitude_ls_pairs.png"]),
+        ("mesh_gp.py", ["--out", "{tmp}"], [r"RMSE on unobserved", r"95 % band"], ["mesh_gp.png"]),
+        ("images_w2.py", [], [r"Gaussian of W2, ls = 5 x median: (PSD|indefinite)",
+                              r"SLE of W2: PSD", r"'picp'"], []),
+        ("strings_classification.py", [], [r"test accuracy 0\.\d+", r"Brier score"], []),
+        ("nonstationary.py", ["--out", "{tmp}"],
+         [r"^stationary SLE: rmse", r"^non-stationary SLE \(radius field\): rmse"],
+         ["nonstationary.png"]),
+        ("dask_distances.py", ["--store", "{tmp}/store"],
+         [r"first run: \(40, 20\) block", r"rerun \(resumes from the store\): \(40, 20\) block"],
+         ["w2.npz"]),
+        ("sampler_backends.py", [], [r"^pymc +\d", r"^nutpie +\d", r"^numpyro +\d"], []),
+    ],
+)  # fmt: skip
+def test_example_runs(tmp_path, script, extra, expected_output, expected_files):
     args = [a.format(tmp=tmp_path) for a in extra]
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / script), "--quick", *args],
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        timeout=600,
+        timeout=900,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip()
+    for pattern in expected_output:
+        assert re.search(pattern, result.stdout, flags=re.MULTILINE), (pattern, result.stdout)
+    for name in expected_files:
+        assert (tmp_path / name).exists(), name
