@@ -11,7 +11,8 @@ test points), one BLAS thread, for each model of the 1-D reproduction
   PyTensor's buffers);
 - ``train_s``: bounded maximum-likelihood training with `pymc_sle.find_map` (16 screened starts,
   2 L-BFGS runs), compilation included -- the paper timed 200 MCMC samples instead;
-- ``predict_s``: predictive mean and variance at the 100 test points at the fit;
+- ``predict_s``: predictive mean and variance at the 100 test points at the fit, compilation
+  included (``gp.predict`` compiles on every call, so this is mostly compile time);
 - ``s_bar``: mean non-zeros per SLE embedding row at r = 0.15 and at the fitted radius.
 
 Exponents alpha of t ~ N^alpha are fitted over the N grid. Ratios are within one run.
