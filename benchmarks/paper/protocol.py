@@ -214,7 +214,8 @@ def gram(model, cov, X: np.ndarray, point: dict) -> np.ndarray:
 
 def fit_map(spec: ModelSpec, ctx: Context, y_test: np.ndarray) -> dict:
     """MAP fit and Gaussian scores; ``params`` holds the fitted hyperparameters and the
-    maximised log density ``max_logp`` (the bounded log marginal likelihood)."""
+    maximised log density ``max_logp``: the log marginal likelihood plus the flat priors'
+    constant log density, so comparable between models with the same free variables."""
     model, gp, cov = build(spec, ctx)
     with model, warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -236,7 +237,8 @@ class NutsSettings:
     """PyMC NUTS settings. ``init="jitter+adapt_full"`` adapts a dense mass matrix: the SLE's
     amplitude and ls trade off along a straight ridge in log space, which a diagonal mass matrix
     can only follow with long trajectories (on Teddy, n = 200, one diagonal-adapted fit did not
-    finish in 16 min; the dense one took 7.5 min with r-hat <= 1.02)."""
+    finish in 16 min; the dense one took 7.5 min with r-hat <= 1.02). It helps, but does not make
+    SLE's SAXS chains mix (r-hat up to 1.83 at n = 250)."""
 
     chains: int = 2
     tune: int = 250

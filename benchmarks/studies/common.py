@@ -31,7 +31,9 @@ def parser(description: str, *, draws: int | None = None) -> argparse.ArgumentPa
     p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run for CI")
     p.add_argument("--out", type=Path, default=RESULTS, help="result directory")
     p.add_argument("--cache", type=Path, default=PAPER / "cache", help="distance cache")
-    p.add_argument("--jobs", type=int, default=2, help="worker processes")
+    p.add_argument(
+        "--jobs", type=int, default=2, help="worker processes for the studies that fit models"
+    )
     if draws is not None:
         p.add_argument("--draws", type=int, default=draws, help="random draws per setting")
     return p
