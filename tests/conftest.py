@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -81,3 +84,40 @@ def graph_distances():
 def line_distances():
     x = np.linspace(0.0, 1.0, 12)
     return np.abs(x[:, None] - x[None, :])
+
+
+def run_script(script: Path, *args, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run a project script (benchmark, study, example) with this interpreter, as a user would;
+    fail the test with the end of its stderr when it exits non-zero."""
+    result = subprocess.run(
+        [sys.executable, str(script), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+@pytest.fixture(scope="session")
+def icosphere_obj(tmp_path_factory):
+    """Factory: the path of an icosphere ``.obj`` at a subdivision level, written once a session
+    (3 gives 642 vertices), so script tests need no third-party mesh."""
+    trimesh = pytest.importorskip("trimesh")
+    folder = tmp_path_factory.mktemp("meshes")
+
+    def make(subdivisions: int) -> str:
+        path = folder / f"icosphere{subdivisions}.obj"
+        if not path.exists():
+            trimesh.creation.icosphere(subdivisions).export(path)
+        return str(path)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def distance_cache(tmp_path_factory) -> Path:
+    """One ``--cache`` for every quick benchmark and study run, so the quick SAXS W2 matrix (the
+    slowest shared input) is computed once a session."""
+    return tmp_path_factory.mktemp("distance-cache")

@@ -2,42 +2,22 @@
 
 import csv
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from conftest import run_script
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def run_quick(script: str, out: Path, *args: str) -> dict:
     """Run ``benchmarks/<script>.py --quick``; return its JSON result."""
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / f"{script}.py"), "--quick", "--out", str(out), *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_script(BENCHMARKS / f"{script}.py", "--quick", "--out", out, *args)
     return json.loads((out / f"{script}_quick.json").read_text())
 
 
-@pytest.fixture
-def sphere(tmp_path):
-    """A mesh file with subdivision level ``n`` of an icosphere."""
-    trimesh = pytest.importorskip("trimesh")
-
-    def make(subdivisions: int) -> str:
-        path = tmp_path / f"sphere{subdivisions}.obj"
-        trimesh.creation.icosphere(subdivisions).export(path)
-        return str(path)
-
-    return make
-
-
-def test_distances_benchmark_quick(tmp_path, sphere):
-    results = run_quick("distances", tmp_path, "--mesh", sphere(3))
+def test_distances_benchmark_quick(tmp_path, icosphere_obj):
+    results = run_quick("distances", tmp_path, "--mesh", icosphere_obj(3))
     assert results["geodesic"]["n_vertices"] == 642
     assert results["exact_w2"]["max_relative_error_vs_reference"] < 1e-9
     assert (tmp_path / "distances_quick.md").read_text().startswith("# Distance builders")
@@ -55,23 +35,18 @@ def test_performance_benchmark_quick(tmp_path):
     assert (tmp_path / "performance_quick.md").read_text().startswith("# Log-likelihood")
 
 
-def test_nuts_teddy_benchmark_quick(tmp_path, sphere):
-    results = run_quick("nuts_teddy", tmp_path, "--mesh", sphere(2), "--samplers", "pymc", "nutpie")
+def test_nuts_teddy_benchmark_quick(tmp_path, icosphere_obj):
+    mesh = icosphere_obj(2)
+    results = run_quick("nuts_teddy", tmp_path, "--mesh", mesh, "--samplers", "pymc", "nutpie")
     assert results["n_vertices"] == 162 and results["n_train"] == 60
     for name in ("pymc", "nutpie"):
         assert results["samplers"][name]["ess_bulk_min"] > 0
 
 
-def run_paper(script: str, out: Path, *args: str) -> list[dict]:
+def run_paper(script: str, out: Path, cache: Path, *args: str) -> list[dict]:
     """Run ``benchmarks/paper/<script>.py --quick``; return its per-trial CSV rows."""
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "paper" / f"{script}.py"), "--quick", "--jobs", "1",
-         "--out", str(out), "--cache", str(out / "cache"), *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_script(BENCHMARKS / "paper" / f"{script}.py", "--quick", "--jobs", "1", "--out", out,
+               "--cache", cache, *args)  # fmt: skip
     with open(out / f"{script}_trials.csv", newline="") as handle:
         return list(csv.DictReader(handle))
 
@@ -86,9 +61,9 @@ def _check_rows(rows, models, nuts_models, may_fail=()):
             assert float(row["rmse"]) > 0 and 0 <= float(row["picp"]) <= 1
 
 
-def test_paper_teddy_quick_and_resume(tmp_path, sphere):
-    mesh = sphere(3)
-    rows = run_paper("teddy", tmp_path, "--mesh", mesh, "--render")
+def test_paper_teddy_quick_and_resume(tmp_path, icosphere_obj, distance_cache):
+    mesh = icosphere_obj(3)
+    rows = run_paper("teddy", tmp_path, distance_cache, "--mesh", mesh, "--render")
     models = ["SLE", "Geometric Matern", "Geometric Matern (unit amplitude)",
               "Raw-distance embedding", "SLE (nearest-neighbour radius bound)",
               "Matern on geodesic"]  # fmt: skip
@@ -96,18 +71,14 @@ def test_paper_teddy_quick_and_resume(tmp_path, sphere):
     assert (tmp_path / "teddy.md").read_text().startswith("# Teddy mesh")
     assert (tmp_path / "teddy.png").exists() and (tmp_path / "teddy_sle.png").exists()
     before = (tmp_path / "teddy_trials.csv").read_bytes()
-    again = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "paper" / "teddy.py"), "--quick", "--jobs", "1",
-         "--out", str(tmp_path), "--mesh", mesh],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert again.returncode == 0, again.stderr[-3000:]
+    again = run_script(BENCHMARKS / "paper" / "teddy.py", "--quick", "--jobs", "1",
+                       "--out", tmp_path, "--cache", distance_cache, "--mesh", mesh)  # fmt: skip
     assert "teddy: 0 trials to run" in again.stdout
     assert (tmp_path / "teddy_trials.csv").read_bytes() == before
 
 
-def test_paper_bunny_quick(tmp_path, sphere):
-    rows = run_paper("bunny", tmp_path, "--mesh", sphere(3), "--render")
+def test_paper_bunny_quick(tmp_path, icosphere_obj, distance_cache):
+    rows = run_paper("bunny", tmp_path, distance_cache, "--mesh", icosphere_obj(3), "--render")
     models = ["SLE", "Riemannian Matern (20)", "Riemannian Matern (50)",
               "Riemannian Matern (20, unit amplitude)", "Riemannian Matern (50, unit amplitude)",
               "Raw-distance embedding"]  # fmt: skip
@@ -115,8 +86,8 @@ def test_paper_bunny_quick(tmp_path, sphere):
     assert (tmp_path / "bunny.md").read_text().startswith("# Stanford bunny")
 
 
-def test_paper_saxs_quick(tmp_path):
-    rows = run_paper("saxs", tmp_path, "--render")
+def test_paper_saxs_quick(tmp_path, distance_cache):
+    rows = run_paper("saxs", tmp_path, distance_cache, "--render")
     models = [
         "SLE - W2",
         "Matern - sliced W2",
@@ -132,8 +103,8 @@ def test_paper_saxs_quick(tmp_path):
     assert (tmp_path / "saxs_images.png").exists()
 
 
-def test_paper_one_d_quick(tmp_path):
-    rows = run_paper("one_d", tmp_path)
+def test_paper_one_d_quick(tmp_path, distance_cache):
+    rows = run_paper("one_d", tmp_path, distance_cache)
     _check_rows(rows, ["SLE", "Matern", "Raw-distance embedding"], ["SLE", "Matern"])
 
 

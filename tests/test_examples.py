@@ -2,11 +2,10 @@
 quick mode, and print or save what their guide promises."""
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_script
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -31,14 +30,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 )  # fmt: skip
 def test_example_runs(tmp_path, script, extra, expected_output, expected_files):
     args = [a.format(tmp=tmp_path) for a in extra]
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / script), "--quick", *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_script(EXAMPLES / script, "--quick", *args, cwd=tmp_path)
     assert result.stdout.strip()
     for pattern in expected_output:
         assert re.search(pattern, result.stdout, flags=re.MULTILINE), (pattern, result.stdout)

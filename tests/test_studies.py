@@ -3,35 +3,32 @@ rot, and their outputs satisfy what the studies claim to measure."""
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_script
 
 STUDIES = Path(__file__).resolve().parents[1] / "benchmarks" / "studies"
 
 
 @pytest.fixture
-def sphere(tmp_path) -> str:
-    trimesh = pytest.importorskip("trimesh")
-    path = tmp_path / "sphere.obj"
-    trimesh.creation.icosphere(3).export(path)
-    return str(path)
+def run_study(tmp_path, distance_cache):
+    """Run ``benchmarks/studies/<name>.py --quick`` into ``tmp_path``; check its markdown and
+    figure; return the output folder."""
+
+    def run(name: str, *args: str) -> Path:
+        run_script(STUDIES / f"{name}.py", "--quick", "--jobs", "1", "--out", tmp_path,
+                   "--cache", distance_cache, *args)  # fmt: skip
+        assert (tmp_path / f"{name}.md").read_text().startswith("# ")
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+        return tmp_path
+
+    return run
 
 
-def run_study(name: str, out: Path, *args: str) -> Path:
-    result = subprocess.run(
-        [sys.executable, str(STUDIES / f"{name}.py"), "--quick", "--jobs", "1",
-         "--out", str(out), "--cache", str(out / "cache"), *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert (out / f"{name}.md").read_text().startswith("# ")
-    assert (out / f"{name}.png").stat().st_size > 10_000
-    return out
+@pytest.fixture
+def sphere(icosphere_obj) -> str:
+    return icosphere_obj(3)
 
 
 def rows(path: Path) -> list[dict]:
@@ -39,8 +36,8 @@ def rows(path: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
-def test_conditioning_quick(tmp_path):
-    out = run_study("conditioning", tmp_path)
+def test_conditioning_quick(run_study):
+    out = run_study("conditioning")
     stats = json.loads((out / "conditioning.json").read_text())
     table = rows(out / "conditioning.csv")
     assert len(table) == 2 * 2 * 2  # settings x models x sizes, one draw
@@ -52,8 +49,8 @@ def test_conditioning_quick(tmp_path):
     assert all(0 < float(r["s_bar"]) <= int(r["size"]) for r in sle_rows)
 
 
-def test_distortion_quick(tmp_path):
-    stats = json.loads((run_study("distortion", tmp_path) / "distortion.json").read_text())
+def test_distortion_quick(run_study):
+    stats = json.loads((run_study("distortion") / "distortion.json").read_text())
     assert stats["n_pairs"] == 60 * 59 // 2
     assert abs(stats["fraction_beyond_r_local"] - 0.067) < 0.01  # the paper's share of far pairs
     assert stats["r_dense"] > stats["diameter"] > stats["r_local"]
@@ -61,8 +58,8 @@ def test_distortion_quick(tmp_path):
     assert stats["spearman"]["sw2_vs_w2"] > 0.8  # sliced W2 orders pairs like exact W2
 
 
-def test_why_sle_quick_sle_is_psd_where_the_distance_kernels_need_not_be(tmp_path, sphere):
-    stats = json.loads((run_study("why_sle", tmp_path, "--mesh", sphere) / "why_sle.json")
+def test_why_sle_quick_sle_is_psd_where_the_distance_kernels_need_not_be(run_study, sphere):
+    stats = json.loads((run_study("why_sle", "--mesh", sphere) / "why_sle.json")
                        .read_text())  # fmt: skip
     for curves in stats["results"].values():
         assert len(curves) == 4
@@ -72,8 +69,8 @@ def test_why_sle_quick_sle_is_psd_where_the_distance_kernels_need_not_be(tmp_pat
                 assert min(values) > -1e-12, kernel  # PSD for any distance
 
 
-def test_ablation_quick(tmp_path, sphere):
-    out = run_study("ablation", tmp_path, "--teddy-mesh", sphere, "--bunny-mesh", sphere)
+def test_ablation_quick(run_study, sphere):
+    out = run_study("ablation", "--teddy-mesh", sphere, "--bunny-mesh", sphere)
     for name in ("teddy", "bunny_sines"):
         table = rows(out / f"{name}_trials.csv")
         assert {(r["model"], r["size"]) for r in table} == {
@@ -84,8 +81,8 @@ def test_ablation_quick(tmp_path, sphere):
     assert "## Teddy" in text and "## Bunny" in text
 
 
-def test_sensitivity_quick(tmp_path, sphere):
-    out = run_study("sensitivity", tmp_path, "--mesh", sphere)
+def test_sensitivity_quick(run_study, sphere):
+    out = run_study("sensitivity", "--mesh", sphere)
     table = rows(out / "teddy_sensitivity_trials.csv")
     names = {r["model"] for r in table}
     assert names == {"radius = 10", "radius = 13", "amplitude = 1", "amplitude = 2",
@@ -99,8 +96,8 @@ def test_sensitivity_quick(tmp_path, sphere):
             assert "amplitude" not in params and "radius" in params
 
 
-def test_runtime_quick(tmp_path):
-    stats = json.loads((run_study("runtime", tmp_path) / "runtime.json").read_text())
+def test_runtime_quick(run_study):
+    stats = json.loads((run_study("runtime") / "runtime.json").read_text())
     assert stats["sizes"] == [30, 60]
     for model in ("SLE", "Matern", "Raw-distance embedding"):
         for column in ("kernel_ms", "kernel_mib", "train_s", "predict_s"):
