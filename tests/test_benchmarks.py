@@ -5,6 +5,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import run_script
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -108,12 +109,18 @@ def test_paper_one_d_quick(tmp_path, distance_cache):
     _check_rows(rows, ["SLE", "Matern", "Raw-distance embedding"], ["SLE", "Matern"])
 
 
-def test_paper_protocol_dedupes_and_aggregates(tmp_path):
+@pytest.fixture(scope="module")
+def protocol():
+    """``benchmarks/paper/protocol.py``, imported as the paper scripts import it."""
     sys.path.insert(0, str(BENCHMARKS / "paper"))
     try:
         import protocol
     finally:
         sys.path.pop(0)
+    return protocol
+
+
+def test_paper_protocol_dedupes_and_aggregates(tmp_path, protocol):
     path = tmp_path / "x_trials.csv"
     base = {"experiment": "x", "inference": "map", "size": 10, "status": "ok", "crps": 1.0}
     for model, draw, rmse, picp in [("A", 0, 1.0, 0.9), ("A", 1, 3.0, 0.94), ("A", 1, 99.0, 0.0),
@@ -127,3 +134,19 @@ def test_paper_protocol_dedupes_and_aggregates(tmp_path):
     table = protocol.markdown_table(rows, "map", [10], ["A", "B"])
     assert "**0.500 ± 0.000**" in table  # B has the lower RMSE
     assert "**0.920 ± 0.020**" in table  # A's PICP is closer to 0.95
+
+
+def test_paper_protocol_counts_draws_per_model(tmp_path, protocol):
+    path = tmp_path / "x_trials.csv"
+    base = {"experiment": "x", "inference": "nuts", "status": "ok", "rmse": 1.0, "crps": 1.0,
+            "picp": 0.9}  # fmt: skip
+    for model, size, draws in [("A", 10, 5), ("B", 10, 5), ("A", 20, 5), ("B", 20, 4)]:
+        for draw in range(draws):
+            protocol._append(path, {**base, "model": model, "size": size, "draw": draw})
+    rows = protocol.read_rows(path)
+    assert protocol.draws_per_cell(rows, "B", "nuts", 20) == 4  # not A's 5
+    assert protocol.draws_per_cell(rows, "B", "map", 20) == 0
+    assert protocol.draw_counts(rows, ["A", "B"], "nuts", [10]) == "5"
+    assert protocol.draw_counts(rows, ["A", "B"], "nuts", [10, 20, 30]) == "10: 5, 20: 4-5, 30: 0"
+    table = protocol.markdown_table(rows, "nuts", [10, 20], ["A", "B"])
+    assert table.count("(n=4)") == 3  # B's three metric cells at size 20, and only those

@@ -444,6 +444,7 @@ def markdown_table(rows: list[dict], inference: str, sizes, models: list[str]) -
     header = "| Metric | Model | " + " | ".join(str(s) for s in sizes) + " |"
     lines = [header, "|---|---|" + "---|" * len(sizes)]
     arrows = {"rmse": "RMSE (↓)", "crps": "CRPS (↓)", "picp": "PICP 95 % (→ 0.95)"}
+    full = {s: max(draws_per_cell(rows, m, inference, s) for m in models) for s in sizes}
     for metric in METRICS:
         best = {
             s: _best(metric, {m: stats.get((m, inference, s), {}) for m in models}) for s in sizes
@@ -460,7 +461,7 @@ def markdown_table(rows: list[dict], inference: str, sizes, models: list[str]) -
                 text = f"{mean:.3f} ± {se:.3f}" if np.isfinite(se) else f"{mean:.3f}"
                 if model in best[size]:
                     text = f"**{text}**"
-                if n < entry["n"] or n != draws_per_cell(rows, model, inference, size):
+                if n < full[size]:  # failed fits, or fewer draws than the column's other models
                     text += f" (n={n})"
                 cells.append(text)
             label = arrows[metric] if i == 0 else ""
@@ -469,8 +470,25 @@ def markdown_table(rows: list[dict], inference: str, sizes, models: list[str]) -
 
 
 def draws_per_cell(rows, model, inference, size) -> int:
-    draws = {int(r["draw"]) for r in rows if r["inference"] == inference and int(r["size"]) == size}
-    return len(draws)
+    """How many draws of ``model`` at ``size`` ran with ``inference`` (failed fits included)."""
+    return len(
+        {
+            int(r["draw"])
+            for r in rows
+            if r["model"] == model and r["inference"] == inference and int(r["size"]) == size
+        }
+    )
+
+
+def draw_counts(rows, models, inference, sizes) -> str:
+    """A table heading's draw count: ``"30"`` when every (model, size) cell has 30 draws, else
+    per size, e.g. ``"200: 5, 300: 5, 400: 0-2"`` (a range when the models differ)."""
+    per_size = {s: sorted({draws_per_cell(rows, m, inference, s) for m in models}) for s in sizes}
+    if len({c for counts in per_size.values() for c in counts}) == 1:
+        return str(per_size[sizes[0]][0])
+    return ", ".join(
+        f"{s}: {c[0]}" if len(c) == 1 else f"{s}: {c[0]}-{c[-1]}" for s, c in per_size.items()
+    )
 
 
 def figure(rows: list[dict], models: list[str], path: Path, title: str) -> None:
@@ -520,8 +538,8 @@ def summarise(
         ]
         if not present:
             continue
-        n = {draws_per_cell(rows, m, inference, s) for m in present for s in table_sizes}
-        parts += [f"## {label} — draws per size: {sorted(n)}", "",
+        n = draw_counts(rows, present, inference, table_sizes)
+        parts += [f"## {label} — draws per size: {n}", "",
                   markdown_table(rows, inference, table_sizes, present), ""]  # fmt: skip
         seconds = [float(r["seconds"]) for r in rows if r["inference"] == inference]
         parts += [f"Fits: {len(seconds)}, median {np.median(seconds):.1f} s each.", ""]

@@ -107,7 +107,7 @@ def main(argv=None) -> None:
     lines = [__doc__.split("\n\n", 1)[1].split("Run:")[0].strip(), ""]
     for label, csv_path, sizes in results:
         rows = protocol.read_rows(csv_path)
-        draws = sorted({protocol.draws_per_cell(rows, m, "map", s) for m in MODELS for s in sizes})
+        draws = protocol.draw_counts(rows, MODELS, "map", sizes)
         lines += [f"## {label} — draws per size: {draws}", "",
                   protocol.markdown_table(rows, "map", sizes, list(MODELS)), ""]  # fmt: skip
     write_markdown(args.out / "ablation.md", __doc__.splitlines()[0], lines)
