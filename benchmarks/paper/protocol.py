@@ -444,7 +444,7 @@ def markdown_table(rows: list[dict], inference: str, sizes, models: list[str]) -
     header = "| Metric | Model | " + " | ".join(str(s) for s in sizes) + " |"
     lines = [header, "|---|---|" + "---|" * len(sizes)]
     arrows = {"rmse": "RMSE (↓)", "crps": "CRPS (↓)", "picp": "PICP 95 % (→ 0.95)"}
-    full = {s: max(draws_per_cell(rows, m, inference, s) for m in models) for s in sizes}
+    full = {s: max(stats.get((m, inference, s), {"n": 0})["n"] for m in models) for s in sizes}
     for metric in METRICS:
         best = {
             s: _best(metric, {m: stats.get((m, inference, s), {}) for m in models}) for s in sizes
