@@ -4,6 +4,7 @@ import csv
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import run_script
@@ -74,7 +75,7 @@ def test_paper_teddy_quick_and_resume(tmp_path, icosphere_obj, distance_cache):
     before = (tmp_path / "teddy_trials.csv").read_bytes()
     again = run_script(BENCHMARKS / "paper" / "teddy.py", "--quick", "--jobs", "1",
                        "--out", tmp_path, "--cache", distance_cache, "--mesh", mesh)  # fmt: skip
-    assert "teddy: 0 trials to run" in again.stdout
+    assert "teddy: 0 tasks to run" in again.stdout
     assert (tmp_path / "teddy_trials.csv").read_bytes() == before
 
 
@@ -150,3 +151,26 @@ def test_paper_protocol_counts_draws_per_model(tmp_path, protocol):
     assert protocol.draw_counts(rows, ["A", "B"], "nuts", [10, 20, 30]) == "10: 5, 20: 4-5, 30: 0"
     table = protocol.markdown_table(rows, "nuts", [10, 20], ["A", "B"])
     assert table.count("(n=4)") == 3  # B's three metric cells at size 20, and only those
+
+
+def test_paper_protocol_plans_one_task_per_nuts_fit(protocol):
+    specs = [SimpleNamespace(name=name) for name in ("A", "B", "C")]
+    trials = [SimpleNamespace(size=size, draw=draw) for size in (10, 20) for draw in range(3)]
+    done = {("A", "map", 10, 0), ("B", "map", 10, 0), ("C", "map", 10, 0), ("A", "nuts", 10, 1)}
+    tasks = protocol.plan(trials, specs, done, nuts_models=("A", "B"), nuts_draws=2,
+                          nuts_sizes={10})  # fmt: skip
+    summary = [(t.size, t.draw, [(s.name, i) for s, i in units]) for t, units in tasks]
+    maps = [("A", "map"), ("B", "map"), ("C", "map")]
+    assert summary == [
+        (10, 0, [("A", "nuts")]),  # its MAP fits are done: no MAP task
+        (10, 0, [("B", "nuts")]),
+        (10, 1, maps),  # one task for all MAP fits of a trial
+        (10, 1, [("B", "nuts")]),  # A's NUTS fit on this draw is done
+        (10, 2, maps),  # draw 2 is past nuts_draws
+        (20, 0, maps),  # size 20 is not a NUTS size
+        (20, 1, maps),
+        (20, 2, maps),
+    ]
+    assert protocol.plan(trials, specs, done, ("A",), 0, set()) == [
+        (t, [(s, "map") for s in specs]) for t in trials[1:]
+    ]

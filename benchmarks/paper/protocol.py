@@ -8,8 +8,8 @@ by NUTS, scores the held-out predictions and appends one CSV row per (model, siz
 inference) as soon as it finishes. A rerun skips the rows already present, so an interrupted
 run resumes. `summarise` writes the paper-layout markdown tables and the metrics-vs-size figure.
 
-Trials run in ``--jobs`` worker processes with one BLAS thread each; workers append their rows
-under an exclusive file lock.
+Tasks run in ``--jobs`` worker processes with one BLAS thread each: a trial's MAP fits are one
+task, each NUTS fit another. Workers append their rows under an exclusive file lock.
 """
 
 from __future__ import annotations
@@ -330,36 +330,59 @@ def _key(row) -> tuple:
     return (row["model"], row["inference"], int(row["size"]), int(row["draw"]))
 
 
-def _run_trial(problem, specs, trial, inferences, csv_path, nuts, nuts_models) -> None:
+def _run_trial(problem, trial, units, csv_path, nuts) -> None:
+    """Fit each ``(spec, inference)`` of ``units`` on one trial's context, appending a row each."""
     with threadpool_limits(1):
-        kinds = {k for s in specs for k in s.distance_kinds}
-        squares = {k for s in specs for k in s.square_kinds}
+        kinds = {k for s, _ in units for k in s.distance_kinds}
+        squares = {k for s, _ in units for k in s.square_kinds}
         ctx = problem.context(trial, kinds, squares)
         y_test = problem.y[problem.test]
+        for spec, inference in units:
+            row = {
+                "experiment": problem.name, "model": spec.name, "inference": inference,
+                "size": trial.size, "draw": trial.draw, "seed": trial.seed,
+            }  # fmt: skip
+            start = time.perf_counter()
+            try:
+                if inference == "map":
+                    row.update(fit_map(spec, ctx, y_test))
+                else:
+                    row.update(fit_nuts(spec, ctx, y_test, nuts))
+                row["status"] = "ok"
+            except Exception as err:  # a failed fit is a result, recorded with its reason
+                row["status"] = f"failed: {type(err).__name__}: {str(err)[:200]}"
+                traceback.print_exc()
+            row["seconds"] = round(time.perf_counter() - start, 3)
+            _append(csv_path, row)
+            print(
+                f"{problem.name} {spec.name} {inference} n={trial.size} r={trial.draw} "
+                f"{row['status']} rmse={row.get('rmse', float('nan')):.4g} "
+                f"picp={row.get('picp', float('nan')):.3f} {row['seconds']}s",
+                flush=True,
+            )
+
+
+def plan(trials, specs, done, nuts_models, nuts_draws, nuts_sizes) -> list[tuple]:
+    """The ``(trial, [(spec, inference), ...])`` tasks still to run, skipping the keys in ``done``.
+
+    Every spec gets MAP; the specs named in ``nuts_models`` also get NUTS on draws below
+    ``nuts_draws`` at sizes in ``nuts_sizes``. A trial's MAP fits form one task (they share one
+    context, and each takes seconds); each NUTS fit, minutes to hours long, is a task of its own,
+    so the workers stay balanced and a stopped run loses only the fits in flight.
+    """
+    tasks = []
+    for trial in trials:
+        maps, nuts_fits = [], []
         for spec in specs:
-            for inference in inferences[spec.name]:
-                row = {
-                    "experiment": problem.name, "model": spec.name, "inference": inference,
-                    "size": trial.size, "draw": trial.draw, "seed": trial.seed,
-                }  # fmt: skip
-                start = time.perf_counter()
-                try:
-                    if inference == "map":
-                        row.update(fit_map(spec, ctx, y_test))
-                    else:
-                        row.update(fit_nuts(spec, ctx, y_test, nuts))
-                    row["status"] = "ok"
-                except Exception as err:  # a failed fit is a result, recorded with its reason
-                    row["status"] = f"failed: {type(err).__name__}: {str(err)[:200]}"
-                    traceback.print_exc()
-                row["seconds"] = round(time.perf_counter() - start, 3)
-                _append(csv_path, row)
-                print(
-                    f"{problem.name} {spec.name} {inference} n={trial.size} r={trial.draw} "
-                    f"{row['status']} rmse={row.get('rmse', float('nan')):.4g} "
-                    f"picp={row.get('picp', float('nan')):.3f} {row['seconds']}s",
-                    flush=True,
-                )
+            if (spec.name, "map", trial.size, trial.draw) not in done:
+                maps.append((spec, "map"))
+            wants_nuts = (
+                spec.name in nuts_models and trial.draw < nuts_draws and trial.size in nuts_sizes
+            )
+            if wants_nuts and (spec.name, "nuts", trial.size, trial.draw) not in done:
+                nuts_fits.append((spec, "nuts"))
+        tasks += [(trial, units) for units in ([maps] if maps else []) + [[f] for f in nuts_fits]]
+    return tasks
 
 
 def run(
@@ -384,23 +407,11 @@ def run(
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / f"{problem.name}_trials.csv"
     done = {_key(r) for r in read_rows(csv_path)}
+    trials = problem.trials(sizes, n_draws, seed)
     nuts_sizes = set(sizes if nuts_sizes is None else nuts_sizes)
-    tasks = []
-    for trial in problem.trials(sizes, n_draws, seed):
-        inferences, todo = {}, []
-        for spec in specs:
-            wanted = ["map"]
-            if spec.name in nuts_models and trial.draw < nuts_draws and trial.size in nuts_sizes:
-                wanted.append("nuts")
-            missing = [i for i in wanted if (spec.name, i, trial.size, trial.draw) not in done]
-            if missing:
-                inferences[spec.name] = missing
-                todo.append(spec)
-        if todo:
-            tasks.append(
-                delayed(_run_trial)(problem, todo, trial, inferences, csv_path, nuts, nuts_models)
-            )
-    print(f"{problem.name}: {len(tasks)} trials to run", flush=True)
+    wanted = plan(trials, specs, done, nuts_models, nuts_draws, nuts_sizes)
+    tasks = [delayed(_run_trial)(problem, trial, units, csv_path, nuts) for trial, units in wanted]
+    print(f"{problem.name}: {len(tasks)} tasks to run", flush=True)
     Parallel(n_jobs=jobs, verbose=0)(tasks)
     return csv_path
 
