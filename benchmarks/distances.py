@@ -10,7 +10,7 @@
 
 Writes benchmarks/results/distances.json and distances.md. Timings are ratios measured in one run.
 
-Run:  python benchmarks/distances.py [--mesh PATH] [--quick]
+Run:  python -m benchmarks.distances [--mesh PATH] [--quick]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 import ot
 
 from pymc_sle.distances import geodesic, load_mesh, sliced_wasserstein, wasserstein
-from pymc_sle.distances.transport import ExactW2, as_measures
+from pymc_sle.distances._transport import ExactW2, as_measures
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_MESH = HERE.parent.parent / "shared" / "data" / "stanford-bunny.obj"

@@ -26,7 +26,7 @@ def _demo(args: argparse.Namespace) -> int:
         }.items()
         if value is not None
     }
-    settings = DemoSettings.quick(**overrides) if args.quick else DemoSettings(**overrides)
+    settings = DemoSettings.quick(**overrides) if args.quick else DemoSettings.full(**overrides)
     run_demo(args.out, settings)
     return 0
 
@@ -97,6 +97,8 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pymc_sle.distances import GEODESIC_METHODS, SLICED_METHODS
+
     parser = argparse.ArgumentParser(
         prog="pymc-sle", description="Gaussian processes on distances with the SLE kernel."
     )
@@ -132,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--jobs", type=int, default=-1, help="worker processes (default: all)")
         sub.add_argument("--quiet", action="store_true", help="no progress bar")
         if kind == "geodesic":
-            sub.add_argument("--method", choices=["graph", "heat", "exact"], default="graph")
+            sub.add_argument("--method", choices=GEODESIC_METHODS, default="graph")
             continue
         sub.add_argument("--squared", action="store_true", help="squared distances")
         sub.add_argument("--spacing", type=float, default=1.0, help="pixel size")
@@ -141,13 +143,15 @@ def build_parser() -> argparse.ArgumentParser:
         if kind == "sliced":
             sub.add_argument("--projections", type=_positive_int, default=50)
             sub.add_argument("--seed", type=int, default=0)
-            sub.add_argument("--method", choices=["auto", "quantiles", "pairwise"], default="auto")
+            sub.add_argument("--method", choices=SLICED_METHODS, default="auto")
             sub.add_argument("--quantiles", type=_positive_int, default=4096)
     dist.set_defaults(handler=_distances)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``pymc-sle`` command with ``argv`` (default: the process's arguments); return its
+    exit status."""
     args = build_parser().parse_args(argv)
     return args.handler(args)
 

@@ -7,58 +7,43 @@ model sees only the distance matrix, the Matern model the coordinates. ``pymc-sl
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import pymc as pm
-from threadpoolctl import threadpool_limits
 
-from pymc_sle.cov import SLE
 from pymc_sle.datasets import IndexedRegressionData, one_dimensional
+from pymc_sle.evaluation.holdout import HoldoutFit, NutsSettings, fit_and_score
 from pymc_sle.gp import Marginal
-from pymc_sle.metrics import evaluate
-from pymc_sle.priors import lognormal_between, radius_bounds, scale_priors, sle_priors
+from pymc_sle.inference.priors import lognormal_between, radius_bounds, scale_priors, sle_priors
+from pymc_sle.kernels import SLE
 
-__all__ = ["DemoSettings", "FittedModel", "fit", "matern_model", "run_demo", "sle_model"]
+__all__ = ["DemoSettings", "matern_model", "run_demo", "sle_model"]
+
+SLE_NAME = "SLE (Matern 3/2)"
 
 
 @dataclass(frozen=True)
 class DemoSettings:
-    """Sizes and sampler settings of the demo; ``quick()`` is the CI-sized variant."""
+    """Data sizes and sampler settings of the demo; ``quick()`` is the CI-sized variant."""
 
     n_train: int = 50
     n_test: int = 200
     noise_sd: float = 0.1
-    draws: int = 1000
-    tune: int = 1000
-    chains: int = 4
-    cores: int = 2
-    target_accept: float = 0.9
-    nuts_sampler: str = "pymc"
-    seed: int = 0
+    nuts: NutsSettings = field(default_factory=NutsSettings)  # 4 chains of 1000 + 1000, 2 cores
 
     @classmethod
-    def quick(cls, **overrides) -> DemoSettings:
-        return cls(
-            **{"n_train": 25, "n_test": 40, "draws": 200, "tune": 300, "chains": 2, **overrides}
-        )
+    def quick(cls, **nuts_overrides) -> DemoSettings:
+        """25 training and 40 test points; 2 chains of 300 tuning + 200 draws."""
+        nuts = {"draws": 200, "tune": 300, "chains": 2, **nuts_overrides}
+        return cls(n_train=25, n_test=40, nuts=replace(NutsSettings(), **nuts))
 
-
-@dataclass
-class FittedModel:
-    """A sampled GP with its held-out scores and convergence diagnostics."""
-
-    name: str
-    idata: az.InferenceData
-    metrics: dict[str, float]
-    summary: pd.DataFrame
-    divergences: int
-    seconds: float
+    @classmethod
+    def full(cls, **nuts_overrides) -> DemoSettings:
+        """The default data and sampler settings, with ``nuts_overrides`` applied."""
+        return cls(nuts=replace(NutsSettings(), **nuts_overrides))
 
 
 def sle_model(
@@ -100,54 +85,7 @@ def matern_model(data: IndexedRegressionData) -> tuple[pm.Model, Marginal, np.nd
     return model, gp, x[data.test]
 
 
-def fit(
-    name: str,
-    build: Callable[[IndexedRegressionData], tuple[pm.Model, pm.gp.Marginal, np.ndarray]],
-    data: IndexedRegressionData,
-    settings: DemoSettings,
-) -> FittedModel:
-    """Sample a model with NUTS, predict the test points and score them.
-
-    Adds ``f_test`` (latent) and ``y_test`` (with noise) to the posterior predictive; scores
-    ``y_test`` against the held-out noisy observations.
-    """
-    start = time.perf_counter()
-    model, gp, X_test = build(data)
-    hyperparameters = [rv.name for rv in model.free_RVs]
-    # Chains run in parallel processes (PyMC) or threads (nutpie); a BLAS thread pool per chain
-    # oversubscribes the cores and busy-waits: 6.2x slower on 2 cores for this model
-    # (benchmarks/blas_threads.py).
-    with model, threadpool_limits(limits=1, user_api="blas"):
-        idata = pm.sample(
-            draws=settings.draws,
-            tune=settings.tune,
-            chains=settings.chains,
-            cores=settings.cores,
-            target_accept=settings.target_accept,
-            nuts_sampler=settings.nuts_sampler,
-            random_seed=settings.seed,
-            progressbar=False,
-        )
-        gp.conditional("f_test", Xnew=X_test)
-        gp.conditional("y_test", Xnew=X_test, pred_noise=True)
-        pm.sample_posterior_predictive(
-            idata,
-            var_names=["f_test", "y_test"],
-            extend_inferencedata=True,
-            random_seed=settings.seed,
-            progressbar=False,
-        )
-    return FittedModel(
-        name=name,
-        idata=idata,
-        metrics=evaluate(idata, data.y_test, "y_test"),
-        summary=az.summary(idata, var_names=hyperparameters, round_to="none"),
-        divergences=int(idata.sample_stats["diverging"].sum()),
-        seconds=time.perf_counter() - start,
-    )
-
-
-def _figure(data: IndexedRegressionData, fits: list[FittedModel], path: Path) -> None:
+def _figure(data: IndexedRegressionData, fits: dict[str, HoldoutFit], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,9 +96,9 @@ def _figure(data: IndexedRegressionData, fits: list[FittedModel], path: Path) ->
     x = data.coordinates[:, 0]
     order = np.argsort(x[data.test])
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), constrained_layout=True)
-    for ax, fitted in zip(axes[:2], fits, strict=True):
+    for ax, (name, fitted) in zip(axes[:2], fits.items(), strict=True):
         draws = fitted.idata.posterior_predictive["f_test"].values.reshape(-1, data.test.size)
-        m = fitted.metrics
+        m = fitted.scores
         plot_posterior_1d(
             ax,
             x[data.test][order],
@@ -168,11 +106,9 @@ def _figure(data: IndexedRegressionData, fits: list[FittedModel], path: Path) ->
             x_train=x[data.train],
             y_train=data.y_train,
             truth=data.f_test[order],
-            title=(
-                f"{fitted.name}: RMSE {m['rmse']:.3f}, CRPS {m['crps']:.3f}, PICP {m['picp']:.3f}"
-            ),
+            title=(f"{name}: RMSE {m['rmse']:.3f}, CRPS {m['crps']:.3f}, PICP {m['picp']:.3f}"),
         )
-    plot_bump_profile(axes[2], fits[0].idata.posterior["radius"].values)
+    plot_bump_profile(axes[2], fits[SLE_NAME].idata.posterior["radius"].values)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -191,29 +127,28 @@ def run_demo(out_dir: str | Path = "sle-demo", settings: DemoSettings | None = N
     settings = settings or DemoSettings()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = one_dimensional(settings.n_train, settings.n_test, settings.noise_sd, settings.seed)
-    fits = [
-        fit("SLE (Matern 3/2)", sle_model, data, settings),
-        fit("Matern 3/2", matern_model, data, settings),
-    ]
+    data = one_dimensional(settings.n_train, settings.n_test, settings.noise_sd, settings.nuts.seed)
+    fits = {
+        name: fit_and_score(*build(data), data.y_test, settings.nuts, latent=True)
+        for name, build in ((SLE_NAME, sle_model), ("Matern 3/2", matern_model))
+    }
     report = {}
-    for fitted in fits:
-        print(f"\n=== {fitted.name}: posterior of the hyperparameters ===")
+    for name, fitted in fits.items():
+        print(f"\n=== {name}: posterior of the hyperparameters ===")
         print(fitted.summary.to_string(float_format=lambda v: f"{v:.4g}"))
-        report[fitted.name] = {
-            **fitted.metrics,
-            "max_rhat": float(fitted.summary["r_hat"].max()),
-            "min_ess_bulk": float(fitted.summary["ess_bulk"].min()),
-            "divergences": fitted.divergences,
+        report[name] = {
+            **fitted.scores,
+            "max_rhat": fitted.diagnostics["r_hat_max"],
+            "min_ess_bulk": fitted.diagnostics["ess_bulk_min"],
+            "divergences": fitted.diagnostics["divergences"],
             "seconds": round(fitted.seconds, 1),
         }
     table = pd.DataFrame(report).T
     print(f"\n=== held-out scores on {data.test.size} noisy test points (95 % PICP) ===")
     print(table.to_string(float_format=lambda v: f"{v:.4g}"))
     _figure(data, fits, out_dir / "demo.png")
-    settings_dict = {k: getattr(settings, k) for k in settings.__dataclass_fields__}
     (out_dir / "demo.json").write_text(
-        json.dumps({"settings": settings_dict, "results": report}, indent=2)
+        json.dumps({"settings": asdict(settings), "results": report}, indent=2)
     )
     print(f"\nwrote {out_dir / 'demo.png'} and {out_dir / 'demo.json'}")
     return report

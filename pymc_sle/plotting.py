@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_sle.bump import bump
+from pymc_sle.kernels._bump import bump
 
 __all__ = ["plot_bump_profile", "plot_mesh_field", "plot_posterior_1d"]
 

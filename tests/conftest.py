@@ -1,8 +1,7 @@
-"""Shared fixtures and an independent numpy restatement of the paper's equations."""
+"""Shared fixtures and helpers of the test suite."""
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 import warnings
@@ -21,46 +20,6 @@ def pytest_configure(config):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # the refactor notice the stamp gates
             import arviz  # noqa: F401
-
-
-def reference_bump(d: float, a: float, r: float, beta: float) -> float:
-    """Paper Eq. (5), one scalar at a time with the math module."""
-    if d >= r:
-        return 0.0
-    return a * math.exp(-beta / (1.0 - d * d / (r * r)) + beta)
-
-
-REFERENCE_INNER = {
-    "rbf": lambda s: math.exp(-0.5 * s * s),
-    "expquad": lambda s: math.exp(-0.5 * s * s),
-    "matern12": lambda s: math.exp(-s),
-    "matern32": lambda s: (1.0 + math.sqrt(3.0) * s) * math.exp(-math.sqrt(3.0) * s),
-    "matern52": lambda s: (
-        (1.0 + math.sqrt(5.0) * s + 5.0 * s * s / 3.0) * math.exp(-math.sqrt(5.0) * s)
-    ),
-}
-
-
-def reference_sle(
-    D, rows, cols, landmarks, *, radius, ls, amplitude=1.0, shape=1.0, inner="matern32"
-):
-    """Paper Eqs. (5)-(7) with loops: phi by bumps, Euclidean norm, inner kernel of norm / ls."""
-    m = len(landmarks)
-    a, r, beta = (
-        np.broadcast_to(np.asarray(p, dtype=float), (m,)) for p in (amplitude, radius, shape)
-    )
-
-    def phi(i):
-        return np.array(
-            [reference_bump(D[i, z], a[j], r[j], beta[j]) for j, z in enumerate(landmarks)]
-        )
-
-    h = REFERENCE_INNER[inner]
-    K = np.empty((len(rows), len(cols)))
-    for p, i in enumerate(rows):
-        for q, j in enumerate(cols):
-            K[p, q] = h(math.sqrt(float(np.sum((phi(i) - phi(j)) ** 2))) / ls)
-    return K
 
 
 def perturbed_graph_distances(n: int, seed: int) -> np.ndarray:
@@ -97,18 +56,25 @@ def line_distances():
     return np.abs(x[:, None] - x[None, :])
 
 
-def run_script(script: Path, *args, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run a project script (benchmark, study, example) with this interpreter, as a user would;
-    fail the test with the end of its stderr when it exits non-zero."""
-    result = subprocess.run(
-        [sys.executable, str(script), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=900,
-    )
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(command: list[str], cwd: Path | None) -> subprocess.CompletedProcess:
+    result = subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
+
+
+def run_script(script: Path, *args, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run a script (an example) with this interpreter, as a user would; fail the test with the
+    end of its stderr when it exits non-zero."""
+    return _run([sys.executable, str(script), *map(str, args)], cwd)
+
+
+def run_module(module: str, *args) -> subprocess.CompletedProcess:
+    """Run a benchmark module (``python -m benchmarks....``) from the repository root, as the
+    README says to; fail the test with the end of its stderr when it exits non-zero."""
+    return _run([sys.executable, "-m", module, *map(str, args)], ROOT)
 
 
 @pytest.fixture(scope="session")

@@ -2,19 +2,18 @@
 
 import csv
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import run_script
+from conftest import run_module
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from benchmarks.paper import results_csv, runner, summary
 
 
 def run_quick(script: str, out: Path, *args: str) -> dict:
-    """Run ``benchmarks/<script>.py --quick``; return its JSON result."""
-    run_script(BENCHMARKS / f"{script}.py", "--quick", "--out", out, *args)
+    """Run ``python -m benchmarks.<script> --quick``; return its JSON result."""
+    run_module(f"benchmarks.{script}", "--quick", "--out", out, *args)
     return json.loads((out / f"{script}_quick.json").read_text())
 
 
@@ -58,8 +57,8 @@ def test_nuts_teddy_benchmark_quick(tmp_path, icosphere_obj):
 
 
 def run_paper(script: str, out: Path, cache: Path, *args: str) -> list[dict]:
-    """Run ``benchmarks/paper/<script>.py --quick``; return its per-trial CSV rows."""
-    run_script(BENCHMARKS / "paper" / f"{script}.py", "--quick", "--jobs", "1", "--out", out,
+    """Run ``python -m benchmarks.paper.<script> --quick``; return its per-trial CSV rows."""
+    run_module(f"benchmarks.paper.{script}", "--quick", "--jobs", "1", "--out", out,
                "--cache", cache, *args)  # fmt: skip
     with open(out / f"{script}_trials.csv", newline="") as handle:
         return list(csv.DictReader(handle))
@@ -85,7 +84,7 @@ def test_paper_teddy_quick_and_resume(tmp_path, icosphere_obj, distance_cache):
     assert (tmp_path / "teddy.md").read_text().startswith("# Teddy mesh")
     assert (tmp_path / "teddy.png").exists() and (tmp_path / "teddy_sle.png").exists()
     before = (tmp_path / "teddy_trials.csv").read_bytes()
-    again = run_script(BENCHMARKS / "paper" / "teddy.py", "--quick", "--jobs", "1",
+    again = run_module("benchmarks.paper.teddy", "--quick", "--jobs", "1",
                        "--out", tmp_path, "--cache", distance_cache, "--mesh", mesh)  # fmt: skip
     assert "teddy: 0 tasks to run" in again.stdout
     assert (tmp_path / "teddy_trials.csv").read_bytes() == before
@@ -122,54 +121,45 @@ def test_paper_one_d_quick(tmp_path, distance_cache):
     _check_rows(rows, ["SLE", "Matern", "Raw-distance embedding"], ["SLE", "Matern"])
 
 
-@pytest.fixture(scope="module")
-def protocol():
-    """``benchmarks/paper/protocol.py``, imported as the paper scripts import it."""
-    sys.path.insert(0, str(BENCHMARKS / "paper"))
-    try:
-        import protocol
-    finally:
-        sys.path.pop(0)
-    return protocol
-
-
-def test_paper_protocol_dedupes_and_aggregates(tmp_path, protocol):
+def test_paper_protocol_dedupes_and_aggregates(tmp_path):
     path = tmp_path / "x_trials.csv"
     base = {"experiment": "x", "inference": "map", "size": 10, "status": "ok", "crps": 1.0}
     for model, draw, rmse, picp in [("A", 0, 1.0, 0.9), ("A", 1, 3.0, 0.94), ("A", 1, 99.0, 0.0),
                                     ("B", 0, 0.5, 0.5), ("B", 1, 0.5, 0.5)]:  # fmt: skip
-        protocol._append(path, {**base, "model": model, "draw": draw, "rmse": rmse, "picp": picp})
-    rows = protocol.read_rows(path)
+        results_csv.append_row(
+            path, {**base, "model": model, "draw": draw, "rmse": rmse, "picp": picp}
+        )
+    rows = results_csv.read_rows(path)
     assert len(rows) == 4  # the repeated (A, map, 10, 1) row is dropped, the first one kept
-    stats = protocol.aggregate(rows)
+    stats = summary.aggregate(rows)
     mean, se, n = stats[("A", "map", 10)]["rmse"]
     assert (mean, n) == (2.0, 2) and abs(se - 1.0) < 1e-12  # sd sqrt(2) over sqrt(2)
-    table = protocol.markdown_table(rows, "map", [10], ["A", "B"])
+    table = summary.markdown_table(rows, "map", [10], ["A", "B"])
     assert "**0.500 ± 0.000**" in table  # B has the lower RMSE
     assert "**0.920 ± 0.020**" in table  # A's PICP is closer to 0.95
 
 
-def test_paper_protocol_counts_draws_per_model(tmp_path, protocol):
+def test_paper_protocol_counts_draws_per_model(tmp_path):
     path = tmp_path / "x_trials.csv"
     base = {"experiment": "x", "inference": "nuts", "status": "ok", "rmse": 1.0, "crps": 1.0,
             "picp": 0.9}  # fmt: skip
     for model, size, draws in [("A", 10, 5), ("B", 10, 5), ("A", 20, 5), ("B", 20, 4)]:
         for draw in range(draws):
-            protocol._append(path, {**base, "model": model, "size": size, "draw": draw})
-    rows = protocol.read_rows(path)
-    assert protocol.draws_per_cell(rows, "B", "nuts", 20) == 4  # not A's 5
-    assert protocol.draws_per_cell(rows, "B", "map", 20) == 0
-    assert protocol.draw_counts(rows, ["A", "B"], "nuts", [10]) == "5"
-    assert protocol.draw_counts(rows, ["A", "B"], "nuts", [10, 20, 30]) == "10: 5, 20: 4-5, 30: 0"
-    table = protocol.markdown_table(rows, "nuts", [10, 20], ["A", "B"])
+            results_csv.append_row(path, {**base, "model": model, "size": size, "draw": draw})
+    rows = results_csv.read_rows(path)
+    assert summary.draws_per_cell(rows, "B", "nuts", 20) == 4  # not A's 5
+    assert summary.draws_per_cell(rows, "B", "map", 20) == 0
+    assert summary.draw_counts(rows, ["A", "B"], "nuts", [10]) == "5"
+    assert summary.draw_counts(rows, ["A", "B"], "nuts", [10, 20, 30]) == "10: 5, 20: 4-5, 30: 0"
+    table = summary.markdown_table(rows, "nuts", [10, 20], ["A", "B"])
     assert table.count("(n=4)") == 3  # B's three metric cells at size 20, and only those
 
 
-def test_paper_protocol_plans_one_task_per_nuts_fit(protocol):
+def test_paper_protocol_plans_one_task_per_nuts_fit():
     specs = [SimpleNamespace(name=name) for name in ("A", "B", "C")]
     trials = [SimpleNamespace(size=size, draw=draw) for size in (10, 20) for draw in range(3)]
     done = {("A", "map", 10, 0), ("B", "map", 10, 0), ("C", "map", 10, 0), ("A", "nuts", 10, 1)}
-    tasks = protocol.plan(trials, specs, done, nuts_models=("A", "B"), nuts_draws=2,
+    tasks = runner.plan(trials, specs, done, nuts_models=("A", "B"), nuts_draws=2,
                           nuts_sizes={10})  # fmt: skip
     summary = [(t.size, t.draw, [(s.name, i) for s, i in units]) for t, units in tasks]
     maps = [("A", "map"), ("B", "map"), ("C", "map")]
@@ -183,6 +173,6 @@ def test_paper_protocol_plans_one_task_per_nuts_fit(protocol):
         (20, 1, maps),
         (20, 2, maps),
     ]
-    assert protocol.plan(trials, specs, done, ("A",), 0, set()) == [
+    assert runner.plan(trials, specs, done, ("A",), 0, set()) == [
         (t, [(s, "map") for s in specs]) for t in trials[1:]
     ]

@@ -2,8 +2,8 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
-from conftest import reference_bump
 from scipy import optimize
+from sle_reference import reference_bump
 
 from pymc_sle import bump
 

@@ -3,7 +3,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
-from conftest import REFERENCE_INNER, reference_sle
+from sle_reference import REFERENCE_INNER, reference_sle
 
 from pymc_sle import SLE, DistanceMatrix, bump
 

@@ -19,8 +19,12 @@ from scipy.stats import multivariate_normal
 import pymc_sle
 from pymc_sle import SLE
 from pymc_sle.datasets import one_dimensional
-from pymc_sle.embedding import SparsePattern, dense_squared_distances, sparse_squared_distances
-from pymc_sle.gaussian import GaussianLogDensity, gaussian_logp
+from pymc_sle.gp import GaussianLogDensity, gaussian_logp
+from pymc_sle.kernels._embedding_ops import (
+    SparsePattern,
+    dense_squared_distances,
+    sparse_squared_distances,
+)
 
 MODES = ["FAST_RUN", "NUMBA"] + (["JAX"] if importlib.util.find_spec("jax") else [])
 
@@ -221,7 +225,7 @@ def test_auto_embedding_picks_sparse_only_below_the_threshold(planar):
     X = np.arange(40)[:, None]
     narrow = SLE(planar, radius=0.1, ls=1.0)
     wide = SLE(planar, radius=2.0, ls=1.0)
-    assert narrow.sparse_pattern(X).fill <= pymc_sle.cov.SPARSE_FILL_THRESHOLD
+    assert narrow.sparse_pattern(X).fill <= pymc_sle.kernels.SPARSE_FILL_THRESHOLD
     assert wide.sparse_pattern(X).fill == 1.0
 
     def op_names(cov):

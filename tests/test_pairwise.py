@@ -74,14 +74,14 @@ def test_killed_run_resumes_without_recomputing_finished_chunks(tmp_path):
     store = tmp_path / "store"
     script = tmp_path / "run.py"
     script.write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "from slow_metric import slow_absolute_difference\n"
         "from pymc_sle.distances import pairwise\n"
         f"pairwise({items!r}, slow_absolute_difference, n_jobs=1, chunk_size=4,\n"
         f"         store={str(store)!r}, progress=False)\n"
     )
-    process = subprocess.Popen([sys.executable, str(script)])
+    # slow_metric lives beside this file; the child finds it through PYTHONPATH.
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    process = subprocess.Popen([sys.executable, str(script)], env=env)
     try:
         deadline = time.monotonic() + 120
         while len(list(store.glob("chunk_*.npy"))) < 3:

@@ -6,18 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_script
-
-STUDIES = Path(__file__).resolve().parents[1] / "benchmarks" / "studies"
+from conftest import run_module
 
 
 @pytest.fixture
 def run_study(tmp_path, distance_cache):
-    """Run ``benchmarks/studies/<name>.py --quick`` into ``tmp_path``; check its markdown and
+    """Run ``python -m benchmarks.studies.<name> --quick`` into ``tmp_path``; check its markdown and
     figure; return the output folder."""
 
     def run(name: str, *args: str) -> Path:
-        run_script(STUDIES / f"{name}.py", "--quick", "--jobs", "1", "--out", tmp_path,
+        run_module(f"benchmarks.studies.{name}", "--quick", "--jobs", "1", "--out", tmp_path,
                    "--cache", distance_cache, *args)  # fmt: skip
         assert (tmp_path / f"{name}.md").read_text().startswith("# ")
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000

@@ -16,28 +16,28 @@ scale): signal variance [0.01, 10] x Var(y_train); nugget 1e-5 fixed.
   variance learned; and ``(k, unit amplitude)`` with the signal variance fixed at 1.
 - ``Raw-distance embedding``: the paper's ablation.
 
-Run:  `python benchmarks/paper/bunny.py [--quick] [--draws 30] [--jobs 2]`
+Run:  `python -m benchmarks.paper.bunny [--quick] [--draws 30] [--jobs 2]`
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import protocol
-from models import (
+from benchmarks._paths import SHARED_DATA
+from benchmarks.paper.models import (
+    Hyper,
     fixed,
     mesh_matern_spec,
     raw_embedding_spec,
     scaled_to_data,
     sle_spec,
 )
-from protocol import Hyper, Problem
-
+from benchmarks.paper.problem import Problem
+from benchmarks.paper.render import render
+from benchmarks.paper.runner import parser, run, selected
+from benchmarks.paper.summary import summarise
 from pymc_sle.datasets import geodesic_sine_field
 from pymc_sle.distances import geodesic
 from pymc_sle.spectral import Eigenpairs, laplace_beltrami
@@ -91,8 +91,8 @@ def specs(eigenpair_counts) -> list:
 
 
 def main(argv=None) -> None:
-    p = protocol.parser(__doc__.splitlines()[0])
-    p.add_argument("--mesh", type=Path, default=protocol.SHARED_DATA / "stanford-bunny.obj")
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--mesh", type=Path, default=SHARED_DATA / "stanford-bunny.obj")
     args = p.parse_args(argv)
     title = "Stanford bunny (Dragon stand-in): SLE vs Riemannian Matern (paper Table 1)"
     if args.quick:
@@ -102,15 +102,15 @@ def main(argv=None) -> None:
     prob, field = problem(args.mesh, n_test, max(counts), args.cache)
     models = [s.name for s in specs(counts)]
     if not args.summary_only:
-        run_specs = protocol.selected(specs(counts), args.models)
-        protocol.run(prob, run_specs, sizes=sizes, n_draws=draws, out_dir=args.out, jobs=args.jobs)
+        run_specs = selected(specs(counts), args.models)
+        run(prob, run_specs, sizes=sizes, n_draws=draws, out_dir=args.out, jobs=args.jobs)
     csv_path = args.out / f"{prob.name}_trials.csv"
-    protocol.summarise(csv_path, title=title, table_sizes=sizes, models=models, note=__doc__)
+    summarise(csv_path, title=title, table_sizes=sizes, models=models, note=__doc__)
     if args.render:
         trial = prob.trials([sizes[-1]], 1, 0)[0]
         for spec in specs(counts)[:1] + specs(counts)[len(counts) : len(counts) + 1]:
             slug = spec.name.lower().replace(" ", "_").replace("(", "").replace(")", "")
-            protocol.render(prob, spec, trial, field.mesh, args.out / f"bunny_{slug}.png", title)
+            render(prob, spec, trial, field.mesh, args.out / f"bunny_{slug}.png", title)
 
 
 if __name__ == "__main__":

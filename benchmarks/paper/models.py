@@ -1,21 +1,83 @@
-"""The models the paper-reproduction experiments compare, as `protocol.ModelSpec` factories.
+"""The models the paper-reproduction experiments compare.
 
-All hyperparameters get flat priors on the log scale between bounds (`protocol.log_uniform`),
-so MAP is the bounded maximum likelihood the paper optimised. Where the paper gives bounds, they
-are used; baselines the paper gives none for get bounds scaled to their own inputs.
+A `ModelSpec` names a GP model and builds its covariance for one trial; `build` wraps it in the
+shared likelihood (signal variance, mean, noise). All hyperparameters get flat priors on the log
+scale between bounds (`log_uniform`), so MAP is the bounded maximum likelihood the paper
+optimised. Where the paper gives bounds, they are used; baselines the paper gives none for get
+bounds scaled to their own inputs.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
-from protocol import Context, Hyper, ModelSpec, log_uniform
+import pymc as pm
+import pytensor.tensor as pt
 
 import pymc_sle as sle
+from benchmarks.paper.problem import Context
 from pymc_sle.baselines import DistanceCovariance, MeshMatern, RawLandmarkEmbedding
 from pymc_sle.priors import radius_bounds
 from pymc_sle.spectral import Eigenpairs
+
+
+def log_uniform(name: str, lower: float, upper: float):
+    """A positive hyperparameter with a flat prior on its log between ``lower`` and ``upper``.
+
+    The MAP of a model built from these is the bounded maximum-likelihood estimate the paper
+    computed; NUTS samples the same bounded posterior on the log scale.
+    """
+    if not 0 < lower < upper:
+        raise ValueError(f"bounds of {name!r} must satisfy 0 < lower < upper, got {lower}, {upper}")
+    log_value = pm.Uniform(f"log_{name}", np.log(lower), np.log(upper))
+    return pm.Deterministic(name, pt.exp(log_value))
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """Bounds of the hyperparameters every model shares; ``None`` signal_var = unit amplitude,
+    a float noise_var = fixed nugget, ``mean`` bounds = learnable constant mean (else zero)."""
+
+    signal_var: tuple[float, float] | None
+    noise_var: tuple[float, float] | float
+    mean: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A named GP model: ``kernel(ctx)`` builds its (unscaled) covariance inside the model and
+    returns it; ``hyper(ctx)`` gives the shared bounds. ``psd_check`` evaluates the training Gram
+    at the fitted hyperparameters and records its smallest eigenvalue."""
+
+    name: str
+    kernel: Callable[[Context], object]
+    hyper: Callable[[Context], Hyper]
+    distance_kinds: tuple[str, ...] = ()
+    square_kinds: tuple[str, ...] = ()
+    psd_check: bool = False
+
+
+def build(spec: ModelSpec, ctx: Context):
+    """The PyMC model of ``spec`` for one trial: returns (model, gp, training covariance)."""
+    hyper = spec.hyper(ctx)
+    with pm.Model() as model:
+        cov = spec.kernel(ctx)
+        if hyper.signal_var is not None:
+            cov = log_uniform("signal_var", *hyper.signal_var) * cov
+        if hyper.mean is None:
+            mean = pm.gp.mean.Zero()
+        else:
+            mean = pm.gp.mean.Constant(pm.Uniform("mean", *hyper.mean))
+        if isinstance(hyper.noise_var, tuple):
+            sigma = pt.sqrt(log_uniform("noise_var", *hyper.noise_var))
+        else:
+            sigma = float(np.sqrt(hyper.noise_var))
+        gp = sle.gp.Marginal(mean_func=mean, cov_func=cov)
+        gp.marginal_likelihood("y", X=ctx.X_train, y=ctx.y_train, sigma=sigma)
+    return model, gp, cov
 
 
 def _training_block(ctx: Context, kind: str) -> np.ndarray:
@@ -62,8 +124,8 @@ def sle_spec(
 
 def _embedding_scale(block: np.ndarray) -> float:
     """Median non-zero distance between raw-distance embeddings of the training points."""
-    squared = np.sum(block**2, 1)[:, None] + np.sum(block**2, 1)[None, :] - 2 * block @ block.T
-    values = np.sqrt(np.maximum(squared[np.triu_indices_from(squared, 1)], 0.0))
+    distances = sle.raw_embedding_distances(block)
+    values = distances[np.triu_indices_from(distances, 1)]
     return float(np.median(values[values > 0]))
 
 

@@ -11,22 +11,21 @@ Var(y_train), noise variance [1e-6, 1], zero mean.
 - ``Matern``: the stationary Matern of |x - x'|, ls [1e-3, 10].
 - ``Raw-distance embedding``: the ablation.
 
-Run:  `python benchmarks/paper/one_d.py [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]`
+Run:  `python -m benchmarks.paper.one_d [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]`
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import protocol
-from models import distance_matern_spec, raw_embedding_spec, scaled_to_data, sle_spec
-from protocol import Problem
-
+from benchmarks.paper.models import (
+    distance_matern_spec,
+    raw_embedding_spec,
+    scaled_to_data,
+    sle_spec,
+)
+from benchmarks.paper.problem import Problem
+from benchmarks.paper.runner import experiment, parser
 from pymc_sle.datasets import one_dimensional_truth
 
 TABLE_SIZES = (25, 50, 100)
@@ -57,8 +56,8 @@ def specs() -> list:
 
 
 def main(argv=None) -> None:
-    args = protocol.parser(__doc__.splitlines()[0]).parse_args(argv)
-    protocol.experiment(
+    args = parser(__doc__.splitlines()[0]).parse_args(argv)
+    experiment(
         args,
         problem(n_pool=60, n_test=30) if args.quick else problem(),
         specs(),

@@ -23,22 +23,18 @@ scale): signal variance [1, 1e10], radius [smallest, 2 x largest] training dista
 - ``Matern - W2``: Matern of exact W2, not PSD in general; checked at the fit.
 - ``Raw-distance embedding - W2``: the ablation.
 
-Run:  `python benchmarks/paper/saxs.py [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]`
+Run:  `python -m benchmarks.paper.saxs [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]`
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import protocol
-from models import distance_matern_spec, fixed, raw_embedding_spec, sle_spec
-from protocol import Hyper, Problem
-
+from benchmarks.paper.models import Hyper, distance_matern_spec, fixed, raw_embedding_spec, sle_spec
+from benchmarks.paper.problem import Problem
+from benchmarks.paper.runner import experiment, parser
 from pymc_sle import DistanceMatrix
 from pymc_sle.datasets import coarsen, saxs_images
 from pymc_sle.distances import sliced_wasserstein, wasserstein
@@ -134,8 +130,8 @@ def specs() -> list:
 
 
 def main(argv=None) -> None:
-    args = protocol.parser(__doc__.splitlines()[0]).parse_args(argv)
-    protocol.experiment(
+    args = parser(__doc__.splitlines()[0]).parse_args(argv)
+    experiment(
         args,
         problem(args.quick, args.cache),
         specs(),

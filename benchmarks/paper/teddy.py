@@ -19,28 +19,29 @@ Models (all Matern-5/2; hyperparameters flat on the log scale between bounds):
   ``lower="nearest"``, the library default) instead of the smallest distance.
 - ``Matern on geodesic``: Matern of the geodesic itself, with a PSD check at the fit.
 
-Run:  `python benchmarks/paper/teddy.py [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]`
+Run:  `python -m benchmarks.paper.teddy [--quick] [--draws 30] [--nuts-draws 5] [--jobs 2]`
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import protocol
-from models import (
+from benchmarks._paths import SHARED_DATA
+from benchmarks.paper.fitting import PAPER_NUTS, QUICK_NUTS
+from benchmarks.paper.models import (
+    Hyper,
     distance_matern_spec,
     fixed,
     mesh_matern_spec,
     raw_embedding_spec,
     sle_spec,
 )
-from protocol import Hyper, Problem
-
+from benchmarks.paper.problem import Problem
+from benchmarks.paper.render import render
+from benchmarks.paper.runner import parser, run, selected
+from benchmarks.paper.summary import summarise
 from pymc_sle.datasets import matern_field
 from pymc_sle.distances import geodesic
 from pymc_sle.spectral import laplace_beltrami
@@ -96,8 +97,8 @@ def specs() -> list:
 
 
 def main(argv=None) -> None:
-    p = protocol.parser(__doc__.splitlines()[0])
-    p.add_argument("--mesh", type=Path, default=protocol.SHARED_DATA / "teddy.obj")
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--mesh", type=Path, default=SHARED_DATA / "teddy.obj")
     p.add_argument("--curve-draws", type=int, default=10, help="draws at the curve-only sizes")
     args = p.parse_args(argv)
     models = [s.name for s in specs()]
@@ -105,19 +106,19 @@ def main(argv=None) -> None:
     if args.quick:
         prob, field = problem(args.mesh, n_test=60)
         sizes, curve, draws, nuts_draws = (40,), (), 1, 1
-        nuts = protocol.NutsSettings(chains=1, tune=30, draws=30, predictive_draws=20)
+        nuts = QUICK_NUTS
     else:
         prob, field = problem(args.mesh)
         sizes, curve, draws, nuts_draws = TABLE_SIZES, CURVE_SIZES, args.draws, args.nuts_draws
-        nuts = protocol.NutsSettings()
-    run_specs = protocol.selected(specs(), args.models)
+        nuts = PAPER_NUTS
+    run_specs = selected(specs(), args.models)
     if not args.summary_only:
-        protocol.run(
+        run(
             prob, run_specs, sizes=sizes, n_draws=draws, out_dir=args.out, jobs=args.jobs,
             nuts_draws=nuts_draws, nuts_models=NUTS_MODELS, nuts=nuts,
         )  # fmt: skip
         if curve:
-            protocol.run(
+            run(
                 prob,
                 run_specs,
                 sizes=curve,
@@ -126,12 +127,12 @@ def main(argv=None) -> None:
                 jobs=args.jobs,
             )
     csv_path = args.out / f"{prob.name}_trials.csv"
-    protocol.summarise(csv_path, title=title, table_sizes=sizes, models=models, note=__doc__)
+    summarise(csv_path, title=title, table_sizes=sizes, models=models, note=__doc__)
     if args.render:
         trial = prob.trials([sizes[-1]], 1, 0)[0]
         for spec in specs()[:2]:
             slug = spec.name.lower().replace(" ", "_")
-            protocol.render(prob, spec, trial, field.mesh, args.out / f"teddy_{slug}.png", title)
+            render(prob, spec, trial, field.mesh, args.out / f"teddy_{slug}.png", title)
 
 
 if __name__ == "__main__":

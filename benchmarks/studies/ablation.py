@@ -14,7 +14,7 @@ D2KE construction).
 
 RMSE, CRPS and PICP (95 %) vs training size, mean ± standard error over the draws.
 
-Run:  `python benchmarks/studies/ablation.py [--quick] [--draws 5] [--jobs 2] [--teddy-mesh P]`
+Run:  `python -m benchmarks.studies.ablation [--quick] [--draws 5] [--jobs 2] [--teddy-mesh P]`
 (and ``--bunny-mesh P``; the meshes default to ``../shared/data/``).
 """
 
@@ -23,8 +23,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from common import SHARED_DATA, parser, protocol, pyplot, write_markdown
 
+from benchmarks._paths import RESULTS, SHARED_DATA
+from benchmarks.paper.problem import Problem
+from benchmarks.paper.results_csv import read_rows
+from benchmarks.paper.runner import run, selected
+from benchmarks.paper.summary import METRICS, NOMINAL, aggregate, draw_counts, markdown_table
+from benchmarks.studies.common import parser, pyplot, write_markdown
 from pymc_sle.datasets import geodesic_sines_field
 from pymc_sle.distances import geodesic
 
@@ -34,7 +39,7 @@ BUNNY_SIZES = (100, 200, 400, 600, 800)
 BUNNY_TEST = 2000
 
 
-def bunny_problem(mesh_path, n_test: int, seed: int = 13) -> protocol.Problem:
+def bunny_problem(mesh_path, n_test: int, seed: int = 13) -> Problem:
     field = geodesic_sines_field(mesh_path)
     mesh = field.mesh
     order = np.random.default_rng(seed).permutation(mesh.n_vertices)
@@ -43,13 +48,12 @@ def bunny_problem(mesh_path, n_test: int, seed: int = 13) -> protocol.Problem:
     def distances(points, cols, kind):
         return geodesic(mesh.vertices, mesh.faces, rows=points, cols=cols).values
 
-    return protocol.Problem("bunny_sines", field.y, test, pool, distances, {"f": field.f})
+    return Problem("bunny_sines", field.y, test, pool, distances, {"f": field.f})
 
 
 def experiments(args) -> list[tuple[str, Path, tuple[int, ...]]]:
     """Run what is missing; return (label, per-trial CSV, sizes) per mesh."""
-    import bunny
-    import teddy
+    from benchmarks.paper import bunny, teddy
 
     if args.quick:
         teddy_problem, _ = teddy.problem(args.teddy_mesh, n_test=60)
@@ -60,16 +64,14 @@ def experiments(args) -> list[tuple[str, Path, tuple[int, ...]]]:
         draws = 1
     else:
         teddy_problem, _ = teddy.problem(args.teddy_mesh)
-        plan = [(teddy_problem, teddy.specs(), TEDDY_SIZES, protocol.RESULTS),
+        plan = [(teddy_problem, teddy.specs(), TEDDY_SIZES, RESULTS / "paper"),
                 (bunny_problem(args.bunny_mesh, BUNNY_TEST), bunny.specs(()), BUNNY_SIZES,
                  args.out)]  # fmt: skip
         draws = args.draws
     out = []
     for problem, specs, sizes, out_dir in plan:
-        chosen = protocol.selected(specs, MODELS)
-        path = protocol.run(
-            problem, chosen, sizes=sizes, n_draws=draws, out_dir=out_dir, jobs=args.jobs
-        )
+        chosen = selected(specs, MODELS)
+        path = run(problem, chosen, sizes=sizes, n_draws=draws, out_dir=out_dir, jobs=args.jobs)
         label = {"teddy": "Teddy (Matern-5/2 draw)", "bunny_sines": "Bunny (three-source sines)"}
         out.append((label[problem.name], path, sizes))
     return out
@@ -79,8 +81,8 @@ def figure(results, path: Path) -> None:
     plt = pyplot()
     fig, axes = plt.subplots(len(results), 3, figsize=(13, 3.6 * len(results)), squeeze=False)
     for row, (label, csv_path, sizes) in enumerate(results):
-        stats = protocol.aggregate(protocol.read_rows(csv_path))
-        for ax, metric in zip(axes[row], protocol.METRICS, strict=True):
+        stats = aggregate(read_rows(csv_path))
+        for ax, metric in zip(axes[row], METRICS, strict=True):
             for model in MODELS:
                 points = [(s, *stats[(model, "map", s)][metric][:2]) for s in sizes
                           if metric in stats.get((model, "map", s), {})]  # fmt: skip
@@ -89,7 +91,7 @@ def figure(results, path: Path) -> None:
                     ax.errorbar(s, mean, yerr=np.nan_to_num(se), marker="o", ms=3, capsize=2,
                                 label=model)  # fmt: skip
             if metric == "picp":
-                ax.axhline(protocol.NOMINAL, color="k", lw=0.8, ls="--")
+                ax.axhline(NOMINAL, color="k", lw=0.8, ls="--")
             ax.set_title(f"{label}: {metric.upper()}", fontsize=10)
             ax.set_xlabel("training size")
         axes[row][0].legend(fontsize=8)
@@ -106,10 +108,10 @@ def main(argv=None) -> None:
     results = experiments(args)
     lines = [__doc__.split("\n\n", 1)[1].split("Run:")[0].strip(), ""]
     for label, csv_path, sizes in results:
-        rows = protocol.read_rows(csv_path)
-        draws = protocol.draw_counts(rows, MODELS, "map", sizes)
+        rows = read_rows(csv_path)
+        draws = draw_counts(rows, MODELS, "map", sizes)
         lines += [f"## {label} — draws per size: {draws}", "",
-                  protocol.markdown_table(rows, "map", sizes, list(MODELS)), ""]  # fmt: skip
+                  markdown_table(rows, "map", sizes, list(MODELS)), ""]  # fmt: skip
     write_markdown(args.out / "ablation.md", __doc__.splitlines()[0], lines)
     figure(results, args.out / "ablation.png")
     print((args.out / "ablation.md").read_text())

@@ -1,7 +1,7 @@
 """What the diagnostic studies (benchmarks/studies/*.py) share: paths, the command line, power-law
 fits and result files.
 
-The studies reuse the paper-reproduction problems and protocol (``benchmarks/paper``), so a
+The studies reuse the paper-reproduction problems and protocol (:mod:`benchmarks.paper`), so a
 study's Teddy, SAXS or 1-D data are exactly the reproduction's.
 """
 
@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
 import pymc_sle as sle
+from benchmarks._paths import RESULTS as ALL_RESULTS
+from benchmarks.paper import one_d
+from benchmarks.paper.models import ModelSpec
+from benchmarks.paper.problem import Context, Problem, Trial
+from benchmarks.paper.runner import selected
 
-HERE = Path(__file__).resolve().parent
-PAPER = HERE.parent / "paper"
-RESULTS = HERE.parent / "results" / "studies"
-sys.path.insert(0, str(PAPER))
-
-import protocol  # noqa: E402  (benchmarks/paper is not a package)
-
-SHARED_DATA = protocol.SHARED_DATA
+PAPER = Path(__file__).resolve().parents[1] / "paper"
+RESULTS = ALL_RESULTS / "studies"
 
 
 def parser(description: str, *, draws: int | None = None) -> argparse.ArgumentParser:
@@ -47,35 +45,31 @@ def power_law(x, y) -> float:
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
-def one_d_spec(name: str) -> protocol.ModelSpec:
+def one_d_spec(name: str) -> ModelSpec:
     """The 1-D reproduction's model ``name`` ("SLE", "Matern", "Raw-distance embedding")."""
-    import one_d
-
-    return protocol.selected(one_d.specs(), [name])[0]
+    return selected(one_d.specs(), [name])[0]
 
 
-def one_d_context(data, seed: int) -> protocol.Context:
+def one_d_context(data, seed: int) -> Context:
     """The protocol context of a `pymc_sle.datasets.one_dimensional` data set: its training
     points are the trial, its test points the test set."""
     D = data.distances.values
-    problem = protocol.Problem(
+    problem = Problem(
         "one_d",
         np.concatenate([data.y_train, data.y_test]),
         data.test,
         data.train,
         lambda points, cols, kind: D[np.ix_(points, cols)],
     )
-    trial = protocol.Trial(data.train.size, 0, seed, data.train)
+    trial = Trial(data.train.size, 0, seed, data.train)
     return problem.context(trial, {"euclidean"}, {"euclidean"})
 
 
 def embedding_distances(D: np.ndarray, radius: float) -> np.ndarray:
     """Pairwise SLE embedding distances ||phi(x) - phi(x')|| (a = 1, beta = 1) over the rows of
     the square matrix ``D``, every point a landmark: the upper triangle, row by row."""
-    phi = sle.bump(D, radius)
-    squared = np.sum(phi**2, axis=1)
-    gram = squared[:, None] + squared[None, :] - 2.0 * phi @ phi.T
-    return np.sqrt(np.maximum(gram[np.triu_indices_from(gram, 1)], 0.0))
+    distances = sle.embedding_distances(D, radius=radius)
+    return distances[np.triu_indices_from(distances, 1)]
 
 
 def write_json(path: Path, payload: dict) -> None:

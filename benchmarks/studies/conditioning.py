@@ -14,7 +14,7 @@ and the mean number of non-zeros per embedding row s-bar. Exponents alpha of kap
 least-squares fits over the N grid (the paper: N^0.38 for SLE vs N^~1 for the raw embedding,
 ratio 9.8 at N = 1000).
 
-Run:  `python benchmarks/studies/conditioning.py [--quick] [--draws 5] [--jobs 2]`
+Run:  `python -m benchmarks.studies.conditioning [--quick] [--draws 5] [--jobs 2]`
 """
 
 from __future__ import annotations
@@ -23,21 +23,22 @@ import csv
 import warnings
 
 import numpy as np
-from common import (
+from joblib import Parallel, delayed
+from threadpoolctl import threadpool_limits
+
+import pymc_sle as sle
+from benchmarks.paper.fitting import gram
+from benchmarks.paper.models import build
+from benchmarks.studies.common import (
     markdown_rows,
     one_d_context,
     one_d_spec,
     parser,
     power_law,
-    protocol,
     pyplot,
     write_json,
     write_markdown,
 )
-from joblib import Parallel, delayed
-from threadpoolctl import threadpool_limits
-
-import pymc_sle as sle
 from pymc_sle.baselines import RawLandmarkEmbedding
 from pymc_sle.datasets import one_dimensional
 from pymc_sle.inference import find_map
@@ -73,11 +74,11 @@ def initial(model: str, size: int, draw: int) -> dict:
 def optimised(model: str, size: int, draw: int) -> dict:
     data = one_dimensional(n_train=size, n_test=2, seed=draw)
     ctx = one_d_context(data, draw)
-    pymc_model, _, cov = protocol.build(one_d_spec(model), ctx)
+    pymc_model, _, cov = build(one_d_spec(model), ctx)
     with pymc_model, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         point = find_map(seed=draw).point
-    K = protocol.gram(pymc_model, cov, ctx.X_train, point)
+    K = gram(pymc_model, cov, ctx.X_train, point)
     fitted = {k: float(point[k]) for k in ("radius", "ls", "noise_var") if k in point}
     row = {"kappa": kappa(K + fitted["noise_var"] * np.eye(size)), **fitted}
     if model == "SLE":

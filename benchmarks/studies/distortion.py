@@ -12,7 +12,7 @@ Our W2 is in pixel units, not the paper's, so its two radii are matched by what 
 0.976 (embedding vs W2 at r = 0.18), 0.968 (vs sliced W2), 0.992 (sliced W2 vs W2) and 0.944
 (r = 0.3), with rho rising steeply in r and varying by < 0.03 above r = 0.15.
 
-Run:  `python benchmarks/studies/distortion.py [--quick]`
+Run:  `python -m benchmarks.studies.distortion [--quick]`
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from __future__ import annotations
 import csv
 
 import numpy as np
-from common import (
+from scipy.stats import spearmanr
+
+from benchmarks.studies.common import (
     embedding_distances,
     markdown_rows,
     parser,
@@ -28,7 +30,6 @@ from common import (
     write_json,
     write_markdown,
 )
-from scipy.stats import spearmanr
 
 FAR_FRACTION = 0.067  # the paper's share of pairs beyond r = 0.18
 
@@ -132,7 +133,7 @@ def report(stats: dict) -> list[str]:
 
 def main(argv=None) -> None:
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
-    import saxs
+    from benchmarks.paper import saxs
 
     matrices = saxs.distance_matrices(args.quick, args.cache)
     stats, pairs = study(matrices["W2"].values, matrices["SW2"].values, 12 if args.quick else 40)

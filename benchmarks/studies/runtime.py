@@ -17,7 +17,7 @@ test points), one BLAS thread, for each model of the 1-D reproduction
 
 Exponents alpha of t ~ N^alpha are fitted over the N grid. Ratios are within one run.
 
-Run:  `python benchmarks/studies/runtime.py [--quick] [--draws 3]`
+Run:  `python -m benchmarks.studies.runtime [--quick] [--draws 3]`
 """
 
 from __future__ import annotations
@@ -30,20 +30,20 @@ import warnings
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from common import (
+from threadpoolctl import threadpool_limits
+
+import pymc_sle as sle
+from benchmarks.paper.models import build
+from benchmarks.studies.common import (
     markdown_rows,
     one_d_context,
     one_d_spec,
     parser,
     power_law,
-    protocol,
     pyplot,
     write_json,
     write_markdown,
 )
-from threadpoolctl import threadpool_limits
-
-import pymc_sle as sle
 from pymc_sle.baselines import DistanceCovariance, RawLandmarkEmbedding
 from pymc_sle.datasets import one_dimensional
 from pymc_sle.inference import find_map
@@ -93,7 +93,7 @@ def measure(model: str, size: int, draw: int) -> dict:
         kernel_ms, kernel_mib = kernel_cost(model, data)
         ctx = one_d_context(data, draw)
         start = time.perf_counter()
-        pymc_model, gp, _ = protocol.build(one_d_spec(model), ctx)
+        pymc_model, gp, _ = build(one_d_spec(model), ctx)
         with pymc_model, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             point = find_map(seed=draw).point

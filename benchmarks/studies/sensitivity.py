@@ -16,7 +16,7 @@ Every grid point of a draw uses the same training set and the same fixed test se
 vertices), so the sweeps are paired. Reported: RMSE, CRPS, PICP (95 %), the maximised log
 marginal likelihood (up to the constant log prior), and the re-optimised hyperparameters.
 
-Run:  `python benchmarks/studies/sensitivity.py [--quick] [--draws 15] [--jobs 2] [--mesh PATH]`
+Run:  `python -m benchmarks.studies.sensitivity [--quick] [--draws 15] [--jobs 2] [--mesh PATH]`
 """
 
 from __future__ import annotations
@@ -26,9 +26,13 @@ import json
 from pathlib import Path
 
 import numpy as np
-from common import SHARED_DATA, markdown_rows, parser, protocol, pyplot, write_markdown
-from models import fixed, sle_spec
-from protocol import Hyper
+
+from benchmarks._paths import SHARED_DATA
+from benchmarks.paper.models import Hyper, ModelSpec, fixed, sle_spec
+from benchmarks.paper.results_csv import read_rows
+from benchmarks.paper.runner import run
+from benchmarks.paper.summary import NOMINAL
+from benchmarks.studies.common import markdown_rows, parser, pyplot, write_markdown
 
 SIZE = 300
 RADII = (1.0, 2.0, 4.0, 7.0, 10.0, 13.0, 16.0, 20.0, 25.0, 30.0, 40.0, 56.0)
@@ -38,7 +42,7 @@ BOUNDS = dict(ls=(1e-3, 40.0))
 AMPLITUDE_BOUNDS = (0.1, 50.0)
 
 
-def sweeps(radii, amplitudes) -> dict[str, list[tuple[float | str, protocol.ModelSpec]]]:
+def sweeps(radii, amplitudes) -> dict[str, list[tuple[float | str, ModelSpec]]]:
     """{sweep: [(grid value, spec)]}, the Teddy SLE with one hyperparameter fixed."""
     hyper = fixed(Hyper(signal_var=(1e2, 1e6), noise_var=(1e-6, 10.0)))
 
@@ -78,7 +82,7 @@ def figure(rows, plan, path: Path) -> None:
             se = [v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0 for v in stats]
             ax.errorbar(grid, mean, yerr=se, marker="o", ms=3, capsize=2)
             if metric == "picp":
-                ax.axhline(protocol.NOMINAL, color="k", ls="--", lw=0.8)
+                ax.axhline(NOMINAL, color="k", ls="--", lw=0.8)
             ax.set_xlabel(f"{sweep} (fixed)")
             ax.set_title(f"{metric} vs {sweep}", fontsize=10)
     grid = [value for value, _ in plan["amplitude"]]
@@ -99,7 +103,7 @@ def figure(rows, plan, path: Path) -> None:
         ax.boxplot(data, showmeans=True)
         ax.set_xticks(range(1, len(labels) + 1), labels)
         if metric == "picp":
-            ax.axhline(protocol.NOMINAL, color="k", ls="--", lw=0.8)
+            ax.axhline(NOMINAL, color="k", ls="--", lw=0.8)
         ax.set_title(f"{metric} by inner kernel", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -126,7 +130,7 @@ def main(argv=None) -> None:
     p = parser(__doc__.splitlines()[0], draws=15)
     p.add_argument("--mesh", type=Path, default=SHARED_DATA / "teddy.obj")
     args = p.parse_args(argv)
-    import teddy
+    from benchmarks.paper import teddy
 
     if args.quick:
         problem, _ = teddy.problem(args.mesh, n_test=60)
@@ -136,10 +140,8 @@ def main(argv=None) -> None:
         plan, size, draws = sweeps(RADII, AMPLITUDES), SIZE, args.draws
     problem = dataclasses.replace(problem, name="teddy_sensitivity")
     specs = [spec for entries in plan.values() for _, spec in entries]
-    csv_path = protocol.run(
-        problem, specs, sizes=(size,), n_draws=draws, out_dir=args.out, jobs=args.jobs
-    )
-    rows = protocol.read_rows(csv_path)
+    csv_path = run(problem, specs, sizes=(size,), n_draws=draws, out_dir=args.out, jobs=args.jobs)
+    rows = read_rows(csv_path)
     write_markdown(args.out / "sensitivity.md", __doc__.splitlines()[0], report(rows, plan))
     figure(rows, plan, args.out / "sensitivity.png")
     print((args.out / "sensitivity.md").read_text())

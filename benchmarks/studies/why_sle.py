@@ -14,7 +14,7 @@ all through the library (`pymc_sle.baselines.DistanceCovariance`, `pymc_sle.SLE`
 relative eigenvalue below rounding (-1e-12) means the kernel is not a covariance: a GP built on it
 can give negative predictive variances and a Cholesky factorisation that fails.
 
-Run:  `python benchmarks/studies/why_sle.py [--quick] [--mesh PATH]`
+Run:  `python -m benchmarks.studies.why_sle [--quick] [--mesh PATH]`
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ from pathlib import Path
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from common import (
-    SHARED_DATA,
+
+import pymc_sle as sle
+from benchmarks._paths import SHARED_DATA
+from benchmarks.studies.common import (
     embedding_distances,
     markdown_rows,
     parser,
@@ -34,8 +36,6 @@ from common import (
     write_json,
     write_markdown,
 )
-
-import pymc_sle as sle
 from pymc_sle.baselines import DistanceCovariance
 from pymc_sle.distances import geodesic, load_mesh
 
@@ -116,7 +116,7 @@ def main(argv=None) -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--mesh", type=Path, default=SHARED_DATA / "teddy.obj")
     args = p.parse_args(argv)
-    import saxs
+    from benchmarks.paper import saxs
 
     scales = np.geomspace(0.05, 5.0, 6 if args.quick else 17)
     mesh = load_mesh(args.mesh)

@@ -1,13 +1,13 @@
 """Built-in data sets: synthetic benchmarks that need no download."""
 
-from pymc_sle.datasets.meshes import (
+from pymc_sle.datasets._meshes import (
     MeshField,
     geodesic_sine_field,
     geodesic_sines_field,
     matern_field,
 )
-from pymc_sle.datasets.saxs import SAXSData, coarsen, saxs_images
-from pymc_sle.datasets.synthetic import (
+from pymc_sle.datasets._saxs import SAXSData, coarsen, saxs_images
+from pymc_sle.datasets._synthetic import (
     IndexedRegressionData,
     one_dimensional,
     one_dimensional_truth,

@@ -39,7 +39,12 @@ from pytensor.link.numba.dispatch import numba_funcify
 
 from pymc_sle._lapack import gram_upper, mirror_upper_inplace, symmetric_sum
 
-__all__ = ["SparsePattern", "dense_squared_distances", "sparse_squared_distances"]
+__all__ = [
+    "SparsePattern",
+    "cross_squared_distances",
+    "dense_squared_distances",
+    "sparse_squared_distances",
+]
 
 
 @numba.njit(cache=True)
@@ -97,6 +102,14 @@ def _numba_dense_forward(op, node=None, **kwargs):
 def dense_squared_distances(phi) -> pt.TensorVariable:
     r"""``nu_i + nu_j - 2 (phi phi^T)_ij`` for a dense ``(n, m)`` embedding; diagonal exactly 0."""
     return _DenseSquaredDistances()(phi)
+
+
+def cross_squared_distances(phi, phi_other) -> pt.TensorVariable:
+    r""":math:`\lVert \phi_i - \phi'_j \rVert^2` between the rows of two embeddings, in PyTensor
+    ops (prediction-time cross-covariances: no gradient is needed on a hot path)."""
+    norms = pt.sum(pt.square(phi), axis=1)
+    norms_other = pt.sum(pt.square(phi_other), axis=1)
+    return norms[:, None] + norms_other[None, :] - 2.0 * pt.dot(phi, phi_other.T)
 
 
 class SparsePattern:

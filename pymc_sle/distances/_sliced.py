@@ -10,10 +10,13 @@ import numpy as np
 
 from pymc_sle._validation import indices_or_all
 from pymc_sle.distance_matrix import DistanceMatrix
-from pymc_sle.distances.pairwise import pairwise
-from pymc_sle.distances.transport import as_measures, grid_coordinates
+from pymc_sle.distances._pairwise import pairwise
+from pymc_sle.distances._transport import as_measures, grid_coordinates
 
-__all__ = ["random_projections", "sliced_wasserstein"]
+__all__ = ["SLICED_METHODS", "random_projections", "sliced_wasserstein"]
+
+#: The ``method`` values of :func:`sliced_wasserstein`.
+SLICED_METHODS = ("auto", "exact", "quantiles", "pairwise")
 
 
 def random_projections(dimension: int, n_projections: int, seed: int | None = 0) -> np.ndarray:
@@ -221,9 +224,8 @@ def sliced_wasserstein(
     >>> round(float(D[0, 1]), 1)  # 3 * sqrt(E[cos^2]) = 3 / sqrt(2)
     2.1
     """
-    methods = ("auto", "exact", "quantiles", "pairwise")
-    if method not in methods:
-        raise ValueError(f"`method` must be one of {methods}, but got {method!r}")
+    if method not in SLICED_METHODS:
+        raise ValueError(f"`method` must be one of {SLICED_METHODS}, but got {method!r}")
     if not isinstance(n_quantiles, int | np.integer) or n_quantiles < 1:
         raise ValueError(f"`n_quantiles` must be a positive integer, but got {n_quantiles!r}")
     prepared = as_measures(measures, spacing)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_sle.distances.geodesic import Mesh, geodesic, load_mesh
-from pymc_sle.spectral import laplace_beltrami, matern_spectrum
+from pymc_sle.distances._geodesic import Mesh, geodesic, load_mesh
+from pymc_sle.kernels.spectral import laplace_beltrami, matern_spectrum
 
 __all__ = ["MeshField", "geodesic_sine_field", "geodesic_sines_field", "matern_field"]
 

@@ -5,18 +5,22 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pymc as pm
 import pytensor.tensor as pt
-from pymc.distributions.transforms import Interval
-from pymc.gp.cov import Covariance, ExpQuad, Matern12, Matern32, Matern52, Stationary
+from pymc.gp.cov import Stationary
 from pytensor.graph.basic import Constant, Variable
 
-from pymc_sle._validation import as_index_array, check_positive_parameter, constant_value
-from pymc_sle.bump import bump
-from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
-from pymc_sle.embedding import SparsePattern, dense_squared_distances, sparse_squared_distances
+from pymc_sle._pymc_compat import constant_upper_bound
+from pymc_sle._validation import check_positive_parameter, constant_value
+from pymc_sle.distance_matrix import DistanceMatrix
+from pymc_sle.kernels._bump import bump
+from pymc_sle.kernels._embedding_ops import (
+    SparsePattern,
+    dense_squared_distances,
+    sparse_squared_distances,
+)
+from pymc_sle.kernels._landmark import LandmarkCovariance
 
-__all__ = ["SLE", "INNER_KERNELS", "LandmarkCovariance", "SPARSE_FILL_THRESHOLD"]
+__all__ = ["SLE", "SPARSE_FILL_THRESHOLD"]
 
 #: ``embedding="auto"`` takes the sparse path when at most this fraction of the training
 #: embedding can be non-zero (``benchmarks/results/performance.md`` measures the crossover).
@@ -24,179 +28,9 @@ SPARSE_FILL_THRESHOLD = 0.1
 
 _EMBEDDINGS = ("auto", "dense", "sparse")
 
-#: Names accepted by ``SLE(inner=...)`` and the PyMC stationary kernel each stands for.
-INNER_KERNELS: dict[str, type[Stationary]] = {
-    "rbf": ExpQuad,
-    "expquad": ExpQuad,
-    "matern12": Matern12,
-    "matern32": Matern32,
-    "matern52": Matern52,
-}
-
-
-def _resolve_inner(inner, inner_kwargs) -> Stationary:
-    if isinstance(inner, str):
-        key = inner.lower()
-        if key not in INNER_KERNELS:
-            raise ValueError(f"`inner` must be one of {sorted(INNER_KERNELS)}, but got {inner!r}")
-        cls = INNER_KERNELS[key]
-    elif isinstance(inner, type) and issubclass(inner, Stationary):
-        if inner.full_from_distance is Stationary.full_from_distance:
-            raise TypeError(
-                f"`inner` must implement `full_from_distance`, but {inner.__name__} does not"
-            )
-        cls = inner
-    else:
-        raise TypeError(
-            "`inner` must be a kernel name or a pm.gp.cov.Stationary subclass (the class, not an "
-            f"instance), but got {inner!r}"
-        )
-    # The inner kernel sees distances already divided by `ls`, so it is built with unit length.
-    return cls(1, ls=1.0, **(inner_kwargs or {}))
-
-
-def _safe_sqrt(x):
-    """``sqrt(x)`` for ``x >= 0`` whose gradient is 0, not inf, where ``x == 0``."""
-    positive = pt.gt(x, 0.0)
-    return pt.switch(positive, pt.sqrt(pt.switch(positive, x, 1.0)), 0.0)
-
 
 def _is_random(value) -> bool:
     return isinstance(value, Variable) and constant_value(value) is None
-
-
-def _prior_upper_bound(variable) -> float | None:
-    """The constant upper bound of a model variable's support (e.g. ``pm.Uniform``), if any."""
-    try:
-        model = pm.modelcontext(None)
-    except TypeError:  # no model on the context stack
-        return None
-    transform = model.rvs_to_transforms.get(variable)
-    if not isinstance(transform, Interval):
-        return None
-    _, upper, _, upper_bounded = transform.get_a_and_b(variable.owner.inputs)
-    upper = constant_value(upper) if upper_bounded else None
-    return None if upper is None or upper.ndim > 0 else float(upper)
-
-
-class LandmarkCovariance(Covariance):
-    r"""Base of the landmark-embedding kernels: :math:`k(x, x') = h(\lVert \phi(x) - \phi(x')
-    \rVert / \ell)` with :math:`\phi(x) \in \mathbb{R}^m` a function of the distances from
-    :math:`x` to the landmarks.
-
-    Subclasses define the embedding (``_embed_rows``); this class owns the distance block, index
-    validation, the embedding distance (exactly 0 for equal rows, with a gradient-safe square
-    root) and the inner kernel. See :class:`SLE` for the parameters they share.
-    """
-
-    def __init__(
-        self,
-        distances: DistanceMatrix | np.ndarray,
-        landmarks=None,
-        *,
-        ls,
-        inner: str | type[Stationary] = "matern32",
-        inner_kwargs: dict | None = None,
-        input_dim: int = 1,
-        active_dims=None,
-    ):
-        super().__init__(input_dim, active_dims)
-        if len(self.active_dims) != 1:
-            raise ValueError(
-                "`active_dims` must name exactly one column of X (the row index), but got "
-                f"{list(self.active_dims)}"
-            )
-        self.distances = as_distance_matrix(distances)
-        if landmarks is None:
-            landmarks = np.arange(self.distances.n_columns)
-        landmarks = as_index_array(
-            "landmarks", landmarks, self.distances.n_columns, axis_name="columns of `distances`"
-        )
-        if landmarks.ndim != 1 or landmarks.size == 0:
-            raise ValueError(
-                f"`landmarks` must be a non-empty 1-D array of column indices, but has shape "
-                f"{landmarks.shape}"
-            )
-        unique, counts = np.unique(landmarks, return_counts=True)
-        if (counts > 1).any():
-            raise ValueError(
-                f"`landmarks` must be unique, but {unique[counts > 1][:5].tolist()} "
-                "appear more than once"
-            )
-        self.landmarks = landmarks
-        self.ls = pt.as_tensor_variable(check_positive_parameter("ls", ls, None))
-        self.inner = _resolve_inner(inner, inner_kwargs)
-        values = self.distances.values
-        every_column = np.array_equal(landmarks, np.arange(self.distances.n_columns))
-        # (n_points, m) is all the kernel reads; with every column a landmark, no copy is made.
-        self._landmark_values = (
-            values if every_column else np.ascontiguousarray(values[:, landmarks])
-        )
-        self._landmark_block = pt.constant(self._landmark_values, name="landmark_distances")
-
-    @property
-    def n_landmarks(self) -> int:
-        """Embedding dimension ``m``."""
-        return int(self.landmarks.size)
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(n_points={self.distances.n_points}, "
-            f"n_landmarks={self.n_landmarks}, inner={type(self.inner).__name__})"
-        )
-
-    def _rows(self, X, name: str):
-        """Integer row indices from the active column of ``X``, validated when ``X`` is known."""
-        column = int(self.active_dims[0])
-        concrete = constant_value(X)
-        if concrete is not None:
-            if concrete.ndim != 2 or concrete.shape[1] <= column:
-                raise ValueError(
-                    f"`{name}` must be a 2-D array whose column {column} holds row indices into "
-                    f"`distances`, but has shape {concrete.shape}"
-                )
-            as_index_array(
-                name, concrete[:, column], self.distances.n_points, axis_name="rows of `distances`"
-            )
-        return pt.cast(pt.as_tensor_variable(X)[:, column], "int64")
-
-    def _embed_rows(self, rows):
-        raise NotImplementedError
-
-    def _training_squared_distances(self, X, rows):
-        return dense_squared_distances(self._embed_rows(rows))
-
-    def _kernel_of_squared_distance(self, squared):
-        return self.inner.full_from_distance(_safe_sqrt(squared) / self.ls, squared=False)
-
-    def embed(self, X) -> pt.TensorVariable:
-        r"""The landmark embedding :math:`\phi(X)` as a tensor of shape ``(n, m)``."""
-        return self._embed_rows(self._rows(X, "X"))
-
-    def square_embedding_distance(self, X, Xs=None) -> pt.TensorVariable:
-        r""":math:`\lVert \phi(x_i) - \phi(x'_j) \rVert^2` as a tensor of shape ``(n, n')``.
-
-        Entries for equal row indices are exactly 0, so duplicates and the diagonal are exact.
-        """
-        rows = self._rows(X, "X")
-        if Xs is None:
-            cols = rows
-            squared = self._training_squared_distances(X, rows)
-        else:
-            cols = self._rows(Xs, "Xs")
-            phi, phi_s = self._embed_rows(rows), self._embed_rows(cols)
-            norms = pt.sum(pt.square(phi), axis=1)
-            norms_s = pt.sum(pt.square(phi_s), axis=1)
-            squared = norms[:, None] + norms_s[None, :] - 2.0 * pt.dot(phi, phi_s.T)
-        same_point = pt.eq(rows[:, None], cols[None, :])
-        return pt.switch(same_point, 0.0, pt.maximum(squared, 0.0))
-
-    def full(self, X, Xs=None) -> pt.TensorVariable:
-        return self._kernel_of_squared_distance(self.square_embedding_distance(X, Xs))
-
-    def diag(self, X) -> pt.TensorVariable:
-        rows = self._rows(X, "X")
-        return self._kernel_of_squared_distance(pt.zeros(rows.shape, dtype=self.ls.dtype))
 
 
 class SLE(LandmarkCovariance):
@@ -363,7 +197,7 @@ class SLE(LandmarkCovariance):
         if fixed is not None:
             return float(fixed.max())
         if isinstance(radius, Variable):
-            return _prior_upper_bound(radius)
+            return constant_upper_bound(radius)
         return None
 
     def _embed_rows(self, rows):

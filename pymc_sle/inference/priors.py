@@ -21,8 +21,8 @@ import pymc as pm
 from scipy import special
 
 from pymc_sle._validation import as_index_array
-from pymc_sle.bump import bump
 from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
+from pymc_sle.kernels._embedding import embedding_distances
 
 __all__ = [
     "SLEBounds",
@@ -129,16 +129,13 @@ def _embedding_distance_range(block: np.ndarray, radii: np.ndarray) -> tuple[flo
     distance between the rows of ``block``."""
     low, high = np.inf, 0.0
     for radius in radii:
-        phi = bump(block, radius)
-        norms = np.sum(phi**2, axis=1)
-        squared = np.maximum(norms[:, None] + norms[None, :] - 2.0 * phi @ phi.T, 0.0)
-        np.fill_diagonal(squared, np.inf)
-        nearest = np.sqrt(squared.min(axis=1))
+        distances = embedding_distances(block, radius=radius)
+        high = max(high, float(distances.max()))
+        np.fill_diagonal(distances, np.inf)
+        nearest = distances.min(axis=1)
         nearest = nearest[(nearest > 0) & np.isfinite(nearest)]
         if nearest.size:
             low = min(low, float(np.median(nearest)))
-        np.fill_diagonal(squared, 0.0)
-        high = max(high, float(np.sqrt(squared.max())))
     if not np.isfinite(low) or high <= low:
         raise ValueError(
             "the training points have identical embeddings at every radius in the bounds; "

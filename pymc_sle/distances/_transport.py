@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pymc_sle._euclidean import squared_euclidean
 from pymc_sle.distance_matrix import DistanceMatrix
-from pymc_sle.distances.pairwise import pairwise
+from pymc_sle.distances._pairwise import pairwise
 
 __all__ = ["as_measures", "grid_coordinates", "wasserstein"]
 
@@ -99,10 +100,7 @@ def grid_coordinates(grid_shape: tuple[int, ...], spacing: float) -> np.ndarray:
 @functools.lru_cache(maxsize=4)
 def _grid_cost(grid_shape: tuple[int, ...], spacing: float) -> np.ndarray:
     """Squared Euclidean cost between all pixel centres; built once per worker process."""
-    coordinates = grid_coordinates(grid_shape, spacing)
-    squared = np.sum(coordinates**2, axis=1)
-    cost = squared[:, None] + squared[None, :] - 2.0 * coordinates @ coordinates.T
-    return np.maximum(cost, 0.0)
+    return squared_euclidean(grid_coordinates(grid_shape, spacing))
 
 
 @dataclass(frozen=True)
@@ -117,8 +115,7 @@ class ExactW2:
     def cost(self, a, b) -> np.ndarray:
         if self.grid_shape is not None:
             return _grid_cost(self.grid_shape, self.spacing)[np.ix_(a[0], b[0])]
-        difference = a[0][:, None, :] - b[0][None, :, :]
-        return np.einsum("ijk,ijk->ij", difference, difference)
+        return squared_euclidean(a[0], b[0])
 
     def __call__(self, a, b) -> float:
         import ot

@@ -6,10 +6,12 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.gp.cov import Covariance, Stationary
 
-from pymc_sle._validation import as_index_array, check_positive_parameter, constant_value
-from pymc_sle.cov import LandmarkCovariance, _resolve_inner
+from pymc_sle._validation import check_positive_parameter
 from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
-from pymc_sle.spectral import Eigenpairs, matern_spectrum
+from pymc_sle.kernels._index import check_single_active_dim, distance_rows, index_rows
+from pymc_sle.kernels._inner import resolve_inner
+from pymc_sle.kernels._landmark import LandmarkCovariance
+from pymc_sle.kernels.spectral import Eigenpairs, matern_spectrum
 
 __all__ = ["DistanceCovariance", "MeshMatern", "RawLandmarkEmbedding"]
 
@@ -34,7 +36,7 @@ class DistanceCovariance(Covariance):
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_sle.baselines import DistanceCovariance
+    >>> from pymc_sle.kernels.baselines import DistanceCovariance
     >>> x = np.linspace(0.0, 1.0, 5)
     >>> cov = DistanceCovariance(np.abs(x[:, None] - x[None, :]), ls=0.5, inner="matern12")
     >>> K = cov(np.arange(5)[:, None]).eval()
@@ -52,6 +54,7 @@ class DistanceCovariance(Covariance):
         active_dims=None,
     ):
         super().__init__(input_dim, active_dims)
+        check_single_active_dim(self.active_dims)
         self.distances = as_distance_matrix(distances)
         if self.distances.n_points != self.distances.n_columns:
             raise ValueError(
@@ -59,19 +62,20 @@ class DistanceCovariance(Covariance):
                 f"{self.distances.values.shape}"
             )
         self.ls = pt.as_tensor_variable(check_positive_parameter("ls", ls, None))
-        self.inner = _resolve_inner(inner, None)
+        self.inner = resolve_inner(inner)
         self._values = pt.constant(self.distances.values, name="distances")
 
-    def _rows(self, X):
-        return pt.cast(pt.as_tensor_variable(X)[:, int(self.active_dims[0])], "int64")
+    def _rows(self, X, name: str):
+        """Integer row indices from the active column of ``X``, validated when ``X`` is known."""
+        return distance_rows(self, X, name)
 
     def full(self, X, Xs=None):
-        rows = self._rows(X)
-        cols = rows if Xs is None else self._rows(Xs)
+        rows = self._rows(X, "X")
+        cols = rows if Xs is None else self._rows(Xs, "Xs")
         return self.inner.full_from_distance(self._values[rows][:, cols] / self.ls, squared=False)
 
     def diag(self, X):
-        return pt.ones(pt.as_tensor_variable(X).shape[0], dtype=self.ls.dtype)
+        return pt.ones(self._rows(X, "X").shape[0], dtype=self.ls.dtype)
 
 
 class RawLandmarkEmbedding(LandmarkCovariance):
@@ -90,7 +94,7 @@ class RawLandmarkEmbedding(LandmarkCovariance):
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_sle.baselines import RawLandmarkEmbedding
+    >>> from pymc_sle.kernels.baselines import RawLandmarkEmbedding
     >>> x = np.array([0.0, 1.0, 3.0])
     >>> cov = RawLandmarkEmbedding(np.abs(x[:, None] - x[None, :]), ls=1.0, inner="matern12")
     >>> K = cov(np.arange(3)[:, None]).eval()
@@ -113,7 +117,7 @@ class MeshMatern(Covariance):
 
     the truncated Karhunen--Loeve form of Borovitskiy et al. (2020), normalised to unit average
     variance over the vertices exactly as GeometricKernels' ``MaternGeometricKernel`` (with
-    eigenvectors from :func:`pymc_sle.spectral.laplace_beltrami`). Multiply by
+    eigenvectors from :func:`pymc_sle.kernels.spectral.laplace_beltrami`). Multiply by
     :math:`\sigma^2` for a signal variance; the paper's runs left it at 1. Its rank is at most
     ``k``, the number of eigenpairs.
 
@@ -132,10 +136,11 @@ class MeshMatern(Covariance):
         self, eigenpairs: Eigenpairs, *, ls, nu: float = 2.5, input_dim: int = 1, active_dims=None
     ):
         super().__init__(input_dim, active_dims)
+        check_single_active_dim(self.active_dims)
         if not isinstance(eigenpairs, Eigenpairs):
             raise TypeError(
-                "`eigenpairs` must be a pymc_sle.spectral.Eigenpairs (from laplace_beltrami), "
-                f"but got {type(eigenpairs).__name__}"
+                "`eigenpairs` must be a pymc_sle.spectral.Eigenpairs (from laplace_beltrami), but "
+                f"got {type(eigenpairs).__name__}"
             )
         self.eigenpairs = eigenpairs
         self.nu = float(nu)
@@ -144,16 +149,13 @@ class MeshMatern(Covariance):
         self._vectors = pt.constant(eigenpairs.eigenvectors, name="eigenvectors")
 
     def _features(self, X, name):
-        column = int(self.active_dims[0])
-        concrete = constant_value(X)
-        if concrete is not None:
-            as_index_array(
-                name,
-                np.asarray(concrete)[:, column],
-                self.eigenpairs.eigenvectors.shape[0],
-                axis_name="mesh vertices",
-            )
-        rows = pt.cast(pt.as_tensor_variable(X)[:, column], "int64")
+        rows = index_rows(
+            X,
+            int(self.active_dims[0]),
+            self.eigenpairs.eigenvectors.shape[0],
+            name=name,
+            axis_name="mesh vertices",
+        )
         return self._vectors[rows]
 
     def full(self, X, Xs=None):

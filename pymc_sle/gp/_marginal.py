@@ -7,7 +7,8 @@ import pymc as pm
 from pymc.gp.cov import BaseCovariance
 from pymc.gp.util import JITTER_DEFAULT
 
-from pymc_sle.gaussian import gaussian_logp
+from pymc_sle._pymc_compat import build_marginal_likelihood
+from pymc_sle.gp._log_density import gaussian_logp
 
 __all__ = ["Marginal"]
 
@@ -22,7 +23,7 @@ class Marginal(pm.gp.Marginal):
 
     Everything -- ``conditional``, ``predict``, additive ``given`` -- is PyMC's. Only
     :meth:`marginal_likelihood` differs: its observed variable has the same density as PyMC's
-    ``MvNormal(mu, K + noise)``, evaluated by :class:`pymc_sle.gaussian.GaussianLogDensity`, which
+    ``MvNormal(mu, K + noise)``, evaluated by :class:`pymc_sle.gp.GaussianLogDensity`, which
     returns the gradient :math:`\tfrac12(\alpha\alpha^\top - K^{-1})` from the same Cholesky
     factorisation. PyTensor's generic gradient of a Cholesky factorisation and triangular solves
     costs several times that.
@@ -50,7 +51,7 @@ class Marginal(pm.gp.Marginal):
         deprecated ``is_observed``). ``**kwargs`` go to :class:`pymc.CustomDist`.
         """
         noise_func = sigma if isinstance(sigma, BaseCovariance) else pm.gp.cov.WhiteNoise(sigma)
-        mu, cov = self._build_marginal_likelihood(X=X, noise_func=noise_func, jitter=jitter)
+        mu, cov = build_marginal_likelihood(self, X, noise_func, jitter)
         self.X, self.y, self.sigma = X, y, noise_func
         return pm.CustomDist(
             name,

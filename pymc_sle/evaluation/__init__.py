@@ -1,0 +1,12 @@
+"""Scores and checks of a fitted GP.
+
+- :mod:`~pymc_sle.evaluation.metrics` -- RMSE, CRPS, PICP, NLPD (also ``pymc_sle.metrics``);
+- :mod:`~pymc_sle.evaluation.diagnostics` -- is a Gram matrix PSD, and how well conditioned
+  (also ``pymc_sle.diagnostics``);
+- :mod:`~pymc_sle.evaluation.holdout` -- sample a GP with NUTS, predict held-out points, score
+  them and report convergence: the routine the demo and the benchmarks share.
+"""
+
+from pymc_sle.evaluation import diagnostics, holdout, metrics
+
+__all__ = ["diagnostics", "holdout", "metrics"]

@@ -1,0 +1,170 @@
+"""Sample a GP with NUTS, predict held-out points and score them, with convergence diagnostics.
+
+The one fit-predict-score routine of the library: the demo, the examples and every benchmark
+that reports a posterior call :func:`fit_and_score`, so they sample, thin, predict and report in
+the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import pymc as pm
+from threadpoolctl import threadpool_limits
+
+from pymc_sle.evaluation.metrics import evaluate
+
+__all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score"]
+
+
+@dataclass(frozen=True)
+class NutsSettings:
+    """How :func:`fit_and_score` samples.
+
+    Attributes
+    ----------
+    draws, tune, chains, cores : int
+        As in :func:`pymc.sample`.
+    target_accept : float
+        NUTS target acceptance rate.
+    init : str
+        PyMC's initialisation and mass-matrix adaptation, e.g. ``"jitter+adapt_diag"`` or
+        ``"jitter+adapt_full"`` (ignored by other NUTS implementations).
+    nuts_sampler : str
+        ``"pymc"``, ``"nutpie"``, ``"numpyro"`` or ``"blackjax"``.
+    seed : int
+        Seed of the sampler and of the posterior predictive draws.
+    predictive_draws : int or None
+        Predict from about this many posterior draws, evenly thinned; ``None`` uses them all.
+    """
+
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    cores: int = 2
+    target_accept: float = 0.9
+    init: str = "jitter+adapt_diag"
+    nuts_sampler: str = "pymc"
+    seed: int = 0
+    predictive_draws: int | None = None
+
+
+@dataclass
+class HoldoutFit:
+    """A sampled GP, its held-out scores and its convergence diagnostics.
+
+    Attributes
+    ----------
+    idata : arviz.InferenceData
+        Posterior, sample stats and the posterior predictive of ``y_test`` (and ``f_test``).
+    scores : dict
+        ``{"rmse", "crps", "picp", "nlpd"}`` of ``y_test`` (:func:`pymc_sle.metrics.evaluate`).
+    diagnostics : dict
+        ``{"r_hat_max", "ess_bulk_min", "ess_tail_min", "divergences"}`` over the free variables.
+    summary : pandas.DataFrame
+        ``arviz.summary`` of the free variables.
+    sampling_seconds, seconds : float
+        Wall time of ``pm.sample`` (compilation included), and of the whole fit.
+    """
+
+    idata: az.InferenceData
+    scores: dict[str, float]
+    diagnostics: dict[str, float]
+    summary: pd.DataFrame
+    sampling_seconds: float
+    seconds: float
+
+
+def convergence(idata, var_names) -> tuple[pd.DataFrame, dict[str, float]]:
+    """ArviZ's summary of ``var_names`` and its worst values: largest r-hat, smallest bulk and
+    tail ESS, and the number of divergent transitions (0 when the sampler reports none)."""
+    summary = az.summary(idata, var_names=list(var_names), round_to="none")
+    stats = idata.sample_stats
+    divergences = int(stats["diverging"].sum()) if "diverging" in stats else 0
+    return summary, {
+        "r_hat_max": float(summary["r_hat"].max()),
+        "ess_bulk_min": float(summary["ess_bulk"].min()),
+        "ess_tail_min": float(summary["ess_tail"].min()),
+        "divergences": divergences,
+    }
+
+
+def fit_and_score(
+    model: pm.Model,
+    gp: pm.gp.Marginal,
+    X_test,
+    y_test,
+    settings: NutsSettings | None = None,
+    *,
+    latent: bool = False,
+) -> HoldoutFit:
+    """Sample ``model`` with NUTS, predict ``y_test`` at ``X_test`` and score the prediction.
+
+    Sampling runs with one BLAS thread per process: parallel chains each start a BLAS thread
+    pool otherwise, and on a small machine they fight over the cores
+    (``benchmarks/results/blas_threads.md``). The prediction adds ``y_test`` (``gp.conditional``
+    with noise) and, with ``latent=True``, the noise-free ``f_test`` to the posterior predictive.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        The model holding ``gp``'s marginal likelihood.
+    gp : pymc.gp.Marginal
+        The GP (``pm.gp.Marginal`` or :class:`pymc_sle.gp.Marginal`).
+    X_test : array_like
+        Inputs of the held-out points, in ``gp``'s input format.
+    y_test : array_like of shape (n_test,)
+        Held-out observations.
+    settings : NutsSettings, optional
+        Sampler settings (default: ``NutsSettings()``).
+    latent : bool, default False
+        Also draw the latent ``f_test``.
+
+    Returns
+    -------
+    HoldoutFit
+    """
+    settings = settings or NutsSettings()
+    start = time.perf_counter()
+    free = [rv.name for rv in model.free_RVs]
+    with model, threadpool_limits(limits=1, user_api="blas"):
+        idata = pm.sample(
+            draws=settings.draws,
+            tune=settings.tune,
+            chains=settings.chains,
+            cores=settings.cores,
+            init=settings.init,
+            target_accept=settings.target_accept,
+            nuts_sampler=settings.nuts_sampler,
+            random_seed=settings.seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+        sampling_seconds = time.perf_counter() - start
+        names = ["y_test"]
+        gp.conditional("y_test", Xnew=X_test, pred_noise=True)
+        if latent:
+            gp.conditional("f_test", Xnew=X_test)
+            names.append("f_test")
+        source = idata
+        if settings.predictive_draws is not None:
+            total = settings.chains * settings.draws
+            step = max(1, total // settings.predictive_draws)
+            source = idata.sel(draw=slice(None, None, step))
+        predictive = pm.sample_posterior_predictive(
+            source, var_names=names, random_seed=settings.seed, progressbar=False
+        )
+    idata.add_groups(posterior_predictive=predictive.posterior_predictive)
+    summary, diagnostics = convergence(idata, free)
+    return HoldoutFit(
+        idata=idata,
+        scores=evaluate(idata, np.asarray(y_test), "y_test"),
+        diagnostics=diagnostics,
+        summary=summary,
+        sampling_seconds=sampling_seconds,
+        seconds=time.perf_counter() - start,
+    )

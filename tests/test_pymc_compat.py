@@ -1,0 +1,39 @@
+"""Every PyMC private call the library makes (``pymc_sle._pymc_compat``), pinned: a PyMC release
+that changes one fails here, naming it, before users meet it."""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from pymc_sle._pymc_compat import build_marginal_likelihood, constant_upper_bound
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda: pm.Uniform("r", 0.5, 3.0), 3.0),
+        (lambda: pm.Truncated("r", pm.Normal.dist(1.0, 1.0), lower=0.0, upper=2.5), 2.5),
+        (lambda: pm.LogNormal("r", 0.0, 1.0), None),
+        (lambda: pm.HalfNormal("r", 1.0), None),
+    ],
+)
+def test_constant_upper_bound_reads_interval_transforms(make, expected):
+    # Model.rvs_to_transforms and Interval.get_a_and_b are private PyMC API.
+    with pm.Model():
+        variable = make()
+        assert constant_upper_bound(variable) == expected
+
+
+def test_constant_upper_bound_outside_a_model_is_none():
+    assert constant_upper_bound(pm.Uniform.dist(0.0, 1.0)) is None
+
+
+def test_build_marginal_likelihood_is_k_plus_noise_plus_jitter():
+    # pm.gp.Marginal._build_marginal_likelihood is private PyMC API.
+    X = np.linspace(0.0, 1.0, 5)[:, None]
+    cov = pm.gp.cov.ExpQuad(1, ls=0.3)
+    gp = pm.gp.Marginal(mean_func=pm.gp.mean.Constant(2.0), cov_func=cov)
+    mu, K = build_marginal_likelihood(gp, X, pm.gp.cov.WhiteNoise(0.1), 1e-6)
+    expected = cov(X).eval() + (0.01 + 1e-6) * np.eye(5)
+    np.testing.assert_allclose(K.eval(), expected, rtol=1e-12)
+    np.testing.assert_allclose(mu.eval(), np.full(5, 2.0))
