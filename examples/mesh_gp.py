@@ -54,7 +54,7 @@ y_train = field.y[train]
 
 # 3. The model: inputs are vertex indices (rows of D); the landmarks are D's columns.
 with pm.Model() as model:
-    priors = sle.priors.sle_priors(D, train, y_train)
+    priors = sle.priors.sle_priors(D, train, y_train, inner="matern52")
     cov = priors["eta"] ** 2 * sle.SLE(
         D, radius=priors["radius"], ls=priors["ls"], inner="matern52"
     )

@@ -20,6 +20,7 @@ NAMESPACES = [
     "pymc_sle.gp",
     "pymc_sle.inference",
     "pymc_sle.inference.priors",
+    "pymc_sle.inference.grid",
     "pymc_sle.evaluation",
     "pymc_sle.evaluation.metrics",
     "pymc_sle.evaluation.diagnostics",

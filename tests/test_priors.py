@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pymc as pm
 import pytest
@@ -84,3 +86,66 @@ def test_sle_priors_create_named_variables(line_distances):
     low, high = suggest_bounds(line_distances, np.arange(12), np.sin(np.arange(12.0))).radius
     inside = np.mean((draws > low) & (draws < high))
     assert inside == pytest.approx(0.95, abs=0.015)  # 4000 draws: binomial sd 0.0034
+
+
+def _line(n=16, seed=0):
+    x = np.sort(np.random.default_rng(seed).uniform(0.0, 1.0, n))
+    return np.abs(x[:, None] - x[None, :]), np.sin(6 * x)
+
+
+def test_sle_priors_start_at_the_grid_mode_on_a_centred_log_scale():
+    from pymc_sle.inference.grid import grid_posterior
+
+    D, y = _line()
+    rows = np.arange(y.size)
+    with pm.Model() as model:
+        priors = sle_priors(D, rows, y, inner="rbf")
+    mode = grid_posterior(D, rows, y, inner="rbf", n_radius=32, n_ls=24, n_scale=16).mode()
+    point = model.initial_point()
+    for name, value in mode.items():
+        assert point[f"{name}_centered_log__"] == 0.0  # the start is the transform's centre
+        assert model.rvs_to_initial_values[priors[name]] == pytest.approx(value)
+    # The prior is unchanged: the same log density as sle_priors(start="prior") at any radius.
+    with pm.Model() as plain:
+        sle_priors(D, rows, y, start="prior")
+    radius = 0.3
+    ours = pm.logp(priors["radius"], radius).eval()
+    theirs = pm.logp(plain["radius"], radius).eval()
+    assert ours == pytest.approx(theirs, rel=1e-12)
+
+
+def test_sle_priors_prior_start_keeps_pymc_defaults():
+    D, y = _line()
+    with pm.Model() as model:
+        sle_priors(D, np.arange(y.size), y, start="prior")
+    assert set(model.initial_point()) == {"radius_log__", "ls_log__", "eta_log__", "sigma_log__"}
+
+
+def test_sle_priors_rejects_unknown_start():
+    D, y = _line()
+    with (
+        pm.Model(),
+        pytest.raises(ValueError, match="`start` must be 'mode' or 'prior', but got 'map'"),
+    ):
+        sle_priors(D, np.arange(y.size), y, start="map")
+
+
+def test_sle_priors_warns_when_the_start_basin_misses_mass(monkeypatch):
+    from pymc_sle.inference import grid as grid_module
+    from pymc_sle.inference import priors as priors_module
+
+    D, y = _line()
+    real = grid_module.grid_posterior
+
+    def two_basins(*args, **kwargs):
+        grid = real(*args, **kwargs)
+        t = np.log(grid.radius)
+        lo, hi = t[len(t) // 4], t[3 * len(t) // 4]
+        bumps = np.logaddexp(-0.5 * ((t - lo) / 0.1) ** 2 + np.log(0.4),
+                             -0.5 * ((t - hi) / 0.1) ** 2 + np.log(0.6))  # fmt: skip
+        density = np.broadcast_to(bumps[:, None, None, None], grid.log_density.shape).copy()
+        return dataclasses.replace(grid, log_density=density)
+
+    monkeypatch.setattr(priors_module, "grid_posterior", two_basins)
+    with pm.Model(), pytest.warns(UserWarning, match=r"more than one basin.*cannot be reached"):
+        sle_priors(D, np.arange(y.size), y)

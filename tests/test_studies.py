@@ -103,3 +103,17 @@ def test_runtime_quick(run_study):
             assert "alpha" in stats[model][column]
     s_bar = stats["SLE"]["s_bar_initial"]["mean"]
     assert all(0 < s <= n for s, n in zip(s_bar, stats["sizes"], strict=True))
+
+
+def test_hyperposterior_quick(run_study, sphere):
+    out = run_study("hyperposterior", "--teddy-mesh", sphere, "--problems", "teddy", "one_d",
+                    "--nuts")  # fmt: skip
+    stats = json.loads((out / "hyperposterior.json").read_text())
+    assert set(stats) == {"Teddy, n = 40", "1-D, n = 20"}
+    for splits in stats.values():
+        (split,) = splits
+        masses = [mode["mass"] for mode in split["modes"]]
+        assert masses and min(masses) >= 0.01 and sum(masses) <= 1.0 + 1e-9
+        assert len(split["nuts_chain_radius_medians"]) == 4
+        assert split["nearest_neighbour"] > 0
+    assert len(rows(out / "hyperposterior.csv")) == 2

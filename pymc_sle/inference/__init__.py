@@ -3,10 +3,21 @@
 - :mod:`~pymc_sle.inference.priors` -- bounds and priors for the SLE hyperparameters (also
   reachable as ``pymc_sle.priors``);
 - :func:`find_map` / :class:`MAPResult` -- multi-start MAP, the paper's bounded maximum
-  likelihood.
+  likelihood;
+- :func:`grid_posterior` -- the posterior of the ``sle_priors`` model's four hyperparameters on
+  a grid: the exact reference for a sampler, radius basins and their mass.
 """
 
-from pymc_sle.inference import priors
+from pymc_sle.inference import grid, priors
 from pymc_sle.inference._map import MAPResult, find_map
+from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior
 
-__all__ = ["MAPResult", "find_map", "priors"]
+__all__ = [
+    "GridPosterior",
+    "MAPResult",
+    "RadiusMode",
+    "find_map",
+    "grid",
+    "grid_posterior",
+    "priors",
+]

@@ -1,0 +1,275 @@
+r"""The posterior of an SLE GP's hyperparameters on a grid: exact up to the grid's resolution.
+
+For the model that :func:`pymc_sle.priors.sle_priors` builds,
+
+.. math::
+
+    y \sim \mathcal N\bigl(0,\ \eta^2 C_{r,\ell} + \sigma^2 I\bigr), \qquad
+    (C_{r,\ell})_{ij} = h\bigl(\lVert \phi_r(x_i) - \phi_r(x_j) \rVert / \ell\bigr),
+
+with LogNormal priors on :math:`r` and :math:`\ell` and HalfNormal priors on :math:`\eta` and
+:math:`\sigma`, one eigendecomposition :math:`C_{r,\ell} = U \operatorname{diag}(\lambda) U^\top`
+per :math:`(r, \ell)` gives the log likelihood at every :math:`(\eta, \sigma)` in
+:math:`O(n)`:
+
+.. math::
+
+    \log p(y \mid r, \ell, \eta, \sigma) = -\tfrac12 \sum_i \Bigl(\frac{z_i^2}{\eta^2\lambda_i +
+    \sigma^2} + \log(\eta^2 \lambda_i + \sigma^2)\Bigr) - \tfrac n2 \log 2\pi, \qquad z = U^\top y.
+
+So the joint posterior of all four hyperparameters is evaluated on a full grid in the log
+parameters (with the Jacobians of the log transform) in seconds for a few hundred training
+points. Its marginals are the reference a sampler must reproduce: how many radius modes there
+are and how much mass each holds (:meth:`GridPosterior.radius_modes`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from scipy import special
+
+from pymc_sle.inference._bounds import lognormal_between, suggest_bounds, training_block
+from pymc_sle.kernels._embedding import embedding_distances
+from pymc_sle.kernels._inner import kernel_of_squared_distance, resolve_inner
+
+__all__ = ["GridPosterior", "RadiusMode", "grid_posterior"]
+
+_LOG_2PI = float(np.log(2.0 * np.pi))
+#: Added to the covariance's diagonal, as ``pm.gp.Marginal`` does.
+_JITTER = 1e-6
+
+
+@dataclass(frozen=True)
+class RadiusMode:
+    """One basin of the radius's marginal posterior: its peak and its probability mass."""
+
+    radius: float
+    mass: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class GridPosterior:
+    """The joint posterior of ``(radius, ls, eta, sigma)`` on a grid in the log parameters.
+
+    Attributes
+    ----------
+    radius, ls, eta, sigma : ndarray
+        The grid axes (geometrically spaced).
+    log_density : ndarray of shape (len(radius), len(ls), len(eta), len(sigma))
+        Unnormalised log posterior density of the *log* parameters at the grid points.
+    profile_log_likelihood : ndarray of shape (len(radius), len(ls))
+        The log marginal likelihood maximised over ``eta`` and ``sigma`` on the grid.
+    nearest_neighbour : float
+        The smallest distance from a training point to another: below this radius every
+        embedding is one-hot.
+    """
+
+    radius: np.ndarray
+    ls: np.ndarray
+    eta: np.ndarray
+    sigma: np.ndarray
+    log_density: np.ndarray
+    profile_log_likelihood: np.ndarray
+    nearest_neighbour: float
+
+    def _weights(self) -> np.ndarray:
+        """Posterior probability of each cell: density times the cell's width in each log
+        parameter (axes need not be evenly spaced)."""
+        widths = [
+            np.log(np.gradient(np.log(a))) for a in (self.radius, self.ls, self.eta, self.sigma)
+        ]
+        log_mass = (
+            self.log_density
+            + widths[0][:, None, None, None]
+            + widths[1][None, :, None, None]
+            + widths[2][None, None, :, None]
+            + widths[3][None, None, None, :]
+        )
+        return np.exp(log_mass - special.logsumexp(log_mass))
+
+    def marginal(self, name: str) -> np.ndarray:
+        """Posterior probabilities of the grid cells along axis ``name`` (they sum to 1)."""
+        axes = ("radius", "ls", "eta", "sigma")
+        if name not in axes:
+            raise ValueError(f"`name` must be one of {axes}, but got {name!r}")
+        keep = axes.index(name)
+        return self._weights().sum(axis=tuple(i for i in range(4) if i != keep))
+
+    def joint_radius_ls(self) -> np.ndarray:
+        """Posterior probabilities of the ``(radius, ls)`` cells, shape (len(radius), len(ls))."""
+        return self._weights().sum(axis=(2, 3))
+
+    def mode(self) -> dict[str, float]:
+        """The grid point of highest posterior density, ``{"radius", "ls", "eta", "sigma"}``."""
+        cell = np.unravel_index(np.argmax(self.log_density), self.log_density.shape)
+        axes = {"radius": self.radius, "ls": self.ls, "eta": self.eta, "sigma": self.sigma}
+        return {name: float(axis[i]) for (name, axis), i in zip(axes.items(), cell, strict=True)}
+
+    def log_spread(self, name: str) -> float:
+        """Posterior standard deviation of ``log(name)`` on the grid."""
+        axis = getattr(self, name)
+        p = self.marginal(name)
+        log_axis = np.log(axis)
+        mean = float(p @ log_axis)
+        return float(np.sqrt(max(p @ (log_axis - mean) ** 2, 0.0)))
+
+    def radius_modes(self, min_mass: float = 0.01) -> list[RadiusMode]:
+        """The basins of the radius's marginal posterior holding at least ``min_mass``.
+
+        A basin runs between two local minima of the marginal; its mode is its highest cell.
+        """
+        p = self.marginal("radius")
+        interior = np.flatnonzero((p[1:-1] < p[:-2]) & (p[1:-1] <= p[2:])) + 1
+        edges = [0, *interior.tolist(), p.size]
+        modes = []
+        for start, stop in itertools.pairwise(edges):
+            mass = float(p[start:stop].sum())
+            if mass >= min_mass:
+                peak = start + int(np.argmax(p[start:stop]))
+                modes.append(
+                    RadiusMode(
+                        float(self.radius[peak]),
+                        mass,
+                        float(self.radius[start]),
+                        float(self.radius[stop - 1]),
+                    )
+                )
+        return modes
+
+
+def _kernel_function(inner, inner_kwargs):
+    squared = pt.matrix("squared")
+    ls = pt.scalar("ls")
+    K = kernel_of_squared_distance(resolve_inner(inner, inner_kwargs), squared, ls)
+    return pytensor.function([squared, ls], K)
+
+
+def _log_normal_axis(params: dict[str, float], size: int, width: float) -> np.ndarray:
+    centre, spread = params["mu"], params["sigma"]
+    return np.exp(np.linspace(centre - width * spread, centre + width * spread, size))
+
+
+def _explicit_axis(name: str, values) -> np.ndarray:
+    axis = np.asarray(values, dtype=float)
+    if axis.ndim != 1 or axis.size < 2 or not np.all(np.isfinite(axis)) or axis[0] <= 0:
+        raise ValueError(
+            f"`{name}` must be a 1-D array of at least 2 positive finite values, but got "
+            f"shape {axis.shape}"
+        )
+    if np.any(np.diff(axis) <= 0):
+        raise ValueError(f"`{name}` must be strictly increasing")
+    return axis
+
+
+def grid_posterior(
+    distances,
+    rows,
+    y,
+    *,
+    landmarks=None,
+    inner="matern32",
+    inner_kwargs: dict | None = None,
+    mass: float = 0.95,
+    n_radius: int = 40,
+    n_ls: int = 40,
+    n_scale: int = 32,
+    width: float = 3.3,
+    radius=None,
+    ls=None,
+) -> GridPosterior:
+    r"""The posterior of the :func:`~pymc_sle.priors.sle_priors` SLE model on a grid.
+
+    The model is ``eta**2 * SLE(distances, landmarks, radius=radius, ls=ls, inner=inner)`` with
+    a zero mean and noise ``sigma``, and the priors ``sle_priors(distances, rows, y,
+    landmarks=landmarks, mass=mass)`` creates. The radius and length-scale axes span ``width``
+    prior standard deviations either side of the LogNormal priors' medians (3.3: all but 0.1 %
+    of the prior); ``eta`` and ``sigma`` span ``[1e-3, 3] * std(y)``.
+
+    Parameters
+    ----------
+    distances, rows, y, landmarks
+        As for :func:`pymc_sle.priors.sle_priors`: ``rows`` are the training points.
+    inner, inner_kwargs
+        The inner kernel, as for :class:`pymc_sle.SLE`.
+    mass : float, default 0.95
+        The priors' mass between their bounds, as for :func:`~pymc_sle.priors.sle_priors`.
+    n_radius, n_ls, n_scale : int
+        Grid sizes of the radius, the length scale, and each of ``eta`` and ``sigma``.
+    width : float, default 3.3
+        Half-width of the radius and length-scale axes in prior standard deviations.
+    radius, ls : array_like of float, optional
+        Explicit, increasing, positive axes instead of the default ones (e.g. a finer radius
+        grid around the modes a coarse pass found); ``n_radius`` / ``n_ls`` are then ignored.
+
+    Returns
+    -------
+    GridPosterior
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_sle.inference.grid import grid_posterior
+    >>> x = np.linspace(0.0, 1.0, 15)
+    >>> D = np.abs(x[:, None] - x[None, :])
+    >>> grid = grid_posterior(D, np.arange(15), np.sin(6 * x), n_radius=6, n_ls=6, n_scale=6)
+    >>> grid.log_density.shape, round(float(grid.marginal("radius").sum()), 12)
+    ((6, 6, 6, 6), 1.0)
+    """
+    for name, value in (("n_radius", n_radius), ("n_ls", n_ls), ("n_scale", n_scale)):
+        if not isinstance(value, int | np.integer) or value < 2:
+            raise ValueError(f"`{name}` must be an integer >= 2, but got {value!r}")
+    if not (np.isfinite(width) and width > 0):
+        raise ValueError(f"`width` must be a positive number, but got {width!r}")
+    bounds = suggest_bounds(distances, rows, y, landmarks=landmarks)
+    D, rows, landmarks = training_block(distances, rows, landmarks)
+    block = D.values[np.ix_(rows, landmarks)]
+    y = np.asarray(y, dtype=float)
+    scale = float(np.std(y))
+    radius_prior = lognormal_between(*bounds.radius, mass)
+    ls_prior = lognormal_between(*bounds.ls, mass)
+    radius = (
+        _log_normal_axis(radius_prior, n_radius, width)
+        if radius is None
+        else _explicit_axis("radius", radius)
+    )
+    ls = _log_normal_axis(ls_prior, n_ls, width) if ls is None else _explicit_axis("ls", ls)
+    n_radius, n_ls = radius.size, ls.size
+    eta = np.geomspace(1e-3 * scale, 3.0 * scale, n_scale)
+    sigma = np.geomspace(1e-3 * scale, 3.0 * scale, n_scale)
+
+    def log_normal_of_log(values, params):  # density of log(value): Normal(mu, sigma)
+        z = (np.log(values) - params["mu"]) / params["sigma"]
+        return -0.5 * z * z
+
+    def half_normal_of_log(values):  # HalfNormal(scale) density times the Jacobian `value`
+        return -0.5 * (values / scale) ** 2 + np.log(values)
+
+    log_prior_scales = half_normal_of_log(eta)[:, None] + half_normal_of_log(sigma)[None, :]
+    eta2, sigma2 = eta[:, None, None] ** 2, sigma[None, :, None] ** 2 + _JITTER
+    kernel = _kernel_function(inner, inner_kwargs)
+    n = y.size
+    log_density = np.empty((n_radius, n_ls, n_scale, n_scale))
+    for i, r in enumerate(radius):
+        squared = embedding_distances(block, radius=r, squared=True)
+        for j, length in enumerate(ls):
+            eigenvalues, vectors = np.linalg.eigh(kernel(squared, length))
+            z2 = (vectors.T @ y) ** 2
+            variance = eta2 * np.maximum(eigenvalues, 0.0) + sigma2
+            log_density[i, j] = -0.5 * (
+                np.sum(z2 / variance, axis=-1) + np.sum(np.log(variance), axis=-1) + n * _LOG_2PI
+            )
+    profile = log_density.max(axis=(2, 3))
+    log_density += (
+        log_normal_of_log(radius, radius_prior)[:, None, None, None]
+        + log_normal_of_log(ls, ls_prior)[None, :, None, None]
+        + log_prior_scales[None, None]
+    )
+    nearest = np.where(block > 0, block, np.inf).min()
+    return GridPosterior(radius, ls, eta, sigma, log_density, profile, float(nearest))

@@ -1,0 +1,105 @@
+"""The grid posterior of the SLE hyperparameters equals PyMC's log density of the same model."""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_sle as sle
+from pymc_sle.inference.grid import GridPosterior, grid_posterior
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    x = np.sort(rng.uniform(0.0, 1.0, 14))
+    D = np.abs(x[:, None] - x[None, :])
+    y = np.sin(6.0 * x) + 0.1 * rng.standard_normal(x.size)
+    return D, y
+
+
+@pytest.mark.parametrize("inner", ["matern32", "rbf"])
+def test_log_density_equals_pymc_model_up_to_a_constant(data, inner):
+    D, y = data
+    rows = np.arange(y.size)
+    grid = grid_posterior(D, rows, y, inner=inner, n_radius=3, n_ls=3, n_scale=3)
+    with pm.Model() as model:
+        priors = sle.priors.sle_priors(D, rows, y, start="prior")
+        cov = priors["eta"] ** 2 * sle.SLE(D, radius=priors["radius"], ls=priors["ls"], inner=inner)
+        gp = pm.gp.Marginal(cov_func=cov)
+        gp.marginal_likelihood("y", X=rows[:, None], y=y, sigma=priors["sigma"])
+    logp = model.compile_logp()  # on the log scale, with the log transforms' Jacobians
+
+    def pymc_logp(i, j, k, m):
+        values = {"radius": grid.radius[i], "ls": grid.ls[j], "eta": grid.eta[k],
+                  "sigma": grid.sigma[m]}  # fmt: skip
+        return logp({f"{name}_log__": np.log(v) for name, v in values.items()})
+
+    cells = [(0, 0, 0, 0), (2, 1, 2, 1), (1, 2, 1, 2), (2, 2, 0, 2)]
+    ours = np.array([grid.log_density[c] for c in cells])
+    theirs = np.array([pymc_logp(*c) for c in cells])
+    # Equal up to the priors' normalising constants: a factor of two anywhere would show.
+    np.testing.assert_allclose(ours - ours[0], theirs - theirs[0], rtol=1e-8, atol=1e-6)
+
+
+def test_marginals_are_probabilities(data):
+    D, y = data
+    grid = grid_posterior(D, np.arange(y.size), y, n_radius=4, n_ls=5, n_scale=3)
+    for name, size in (("radius", 4), ("ls", 5), ("eta", 3), ("sigma", 3)):
+        p = grid.marginal(name)
+        assert p.shape == (size,) and (p >= 0).all() and p.sum() == pytest.approx(1.0)
+    assert grid.joint_radius_ls().sum() == pytest.approx(1.0)
+    assert grid.profile_log_likelihood.shape == (4, 5)
+    assert grid.nearest_neighbour == pytest.approx(D[D > 0].min())
+
+
+def _synthetic(log_marginal: np.ndarray, radius: np.ndarray) -> GridPosterior:
+    shape = (radius.size, 2, 2, 2)
+    log_density = np.broadcast_to(log_marginal[:, None, None, None], shape).copy()
+    axis = np.array([1.0, 2.0])
+    return GridPosterior(radius, axis, axis, axis, log_density, np.zeros(shape[:2]), 0.5)
+
+
+def test_radius_modes_split_the_mass_at_the_minimum():
+    radius = np.geomspace(1.0, 100.0, 41)
+    t = np.log(radius)
+    # Two Gaussian bumps in log radius holding 1/4 and 3/4 of the mass.
+    density = 0.25 * np.exp(-0.5 * ((t - 1.0) / 0.2) ** 2) + 0.75 * np.exp(
+        -0.5 * ((t - 3.5) / 0.2) ** 2
+    )
+    modes = _synthetic(np.log(density), radius).radius_modes()
+    assert len(modes) == 2
+    assert modes[0].radius == pytest.approx(np.e, rel=0.15)
+    assert modes[1].radius == pytest.approx(np.exp(3.5), rel=0.15)
+    assert [m.mass for m in modes] == pytest.approx([0.25, 0.75], abs=1e-3)
+    assert modes[0].high < modes[1].low
+
+
+def test_uneven_axes_weigh_cells_by_their_width():
+    radius = np.array([1.0, 1.1, 10.0])  # a flat density: mass follows the log widths
+    p = _synthetic(np.zeros(3), radius).marginal("radius")
+    widths = np.gradient(np.log(radius))
+    np.testing.assert_allclose(p, widths / widths.sum())
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"n_radius": 1}, r"`n_radius` must be an integer >= 2, but got 1"),
+        ({"n_scale": 2.5}, r"`n_scale` must be an integer >= 2, but got 2.5"),
+        ({"width": 0.0}, r"`width` must be a positive number, but got 0.0"),
+        ({"radius": [0.5]}, r"`radius` must be a 1-D array of at least 2 positive finite"),
+        ({"ls": [1.0, 0.5]}, r"`ls` must be strictly increasing"),
+        ({"radius": [0.0, 1.0]}, r"`radius` must be a 1-D array of at least 2 positive"),
+    ],
+)
+def test_invalid_grid_arguments_are_named(data, kwargs, message):
+    D, y = data
+    with pytest.raises(ValueError, match=message):
+        grid_posterior(D, np.arange(y.size), y, **kwargs)
+
+
+def test_invalid_marginal_name_is_named(data):
+    D, y = data
+    grid = grid_posterior(D, np.arange(y.size), y, n_radius=2, n_ls=2, n_scale=2)
+    with pytest.raises(ValueError, match=r"`name` must be one of .* but got 'amplitude'"):
+        grid.marginal("amplitude")
