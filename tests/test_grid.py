@@ -103,3 +103,17 @@ def test_invalid_marginal_name_is_named(data):
     grid = grid_posterior(D, np.arange(y.size), y, n_radius=2, n_ls=2, n_scale=2)
     with pytest.raises(ValueError, match=r"`name` must be one of .* but got 'amplitude'"):
         grid.marginal("amplitude")
+
+
+def test_shallow_dips_do_not_separate_basins_behind_a_barrier():
+    radius = np.geomspace(1.0, 100.0, 81)
+    t = np.log(radius)
+    # Two bumps whose dividing dip is about 1 nat deep, then a far third one behind a deep dip.
+    density = (np.exp(-0.5 * ((t - 1.0) / 0.3) ** 2) + np.exp(-0.5 * ((t - 1.8) / 0.3) ** 2)
+               + np.exp(-0.5 * ((t - 4.0) / 0.1) ** 2))  # fmt: skip
+    grid = _synthetic(np.log(density), radius)
+    assert len(grid.radius_modes()) == 3  # every dip
+    merged = grid.radius_modes(barrier=3.0)
+    assert len(merged) == 2
+    assert merged[0].low == radius[0] and merged[0].high < merged[1].low
+    assert sum(m.mass for m in merged) == pytest.approx(1.0)

@@ -120,19 +120,34 @@ class GridPosterior:
         mean = float(p @ log_axis)
         return float(np.sqrt(max(p @ (log_axis - mean) ** 2, 0.0)))
 
-    def radius_modes(self, min_mass: float = 0.01) -> list[RadiusMode]:
+    def radius_modes(self, min_mass: float = 0.01, barrier: float = 0.0) -> list[RadiusMode]:
         """The basins of the radius's marginal posterior holding at least ``min_mass``.
 
-        A basin runs between two local minima of the marginal; its mode is its highest cell.
+        A basin runs between two local minima of the marginal density; its mode is its highest
+        cell. Neighbouring basins whose dividing minimum lies less than ``barrier`` nats below
+        the lower of their two peaks are merged: a sampler crosses such dips (``barrier=0``
+        keeps every dip).
         """
         p = self.marginal("radius")
-        interior = np.flatnonzero((p[1:-1] < p[:-2]) & (p[1:-1] <= p[2:])) + 1
-        edges = [0, *interior.tolist(), p.size]
+        density = p / np.gradient(np.log(self.radius))
+        interior = np.flatnonzero((density[1:-1] < density[:-2]) & (density[1:-1] <= density[2:]))
+        edges = [0, *(interior + 1).tolist(), p.size]
+        basins = [[start, stop] for start, stop in itertools.pairwise(edges)]
+        merged = True
+        while merged and len(basins) > 1:
+            merged = False
+            for k in range(len(basins) - 1):
+                (a0, a1), (b0, b1) = basins[k], basins[k + 1]
+                lower_peak = min(density[a0:a1].max(), density[b0:b1].max())
+                if np.log(lower_peak) - np.log(max(density[b0], 1e-300)) < barrier:
+                    basins[k : k + 2] = [[a0, b1]]
+                    merged = True
+                    break
         modes = []
-        for start, stop in itertools.pairwise(edges):
+        for start, stop in basins:
             mass = float(p[start:stop].sum())
             if mass >= min_mass:
-                peak = start + int(np.argmax(p[start:stop]))
+                peak = start + int(np.argmax(density[start:stop]))
                 modes.append(
                     RadiusMode(
                         float(self.radius[peak]),
