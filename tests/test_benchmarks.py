@@ -48,6 +48,53 @@ def test_performance_benchmark_quick(tmp_path):
     assert (tmp_path / "performance_quick.md").read_text().startswith("# Log-likelihood")
 
 
+def test_runtime_sparsity_benchmark_quick(tmp_path):
+    rows = run_quick("runtime_sparsity", tmp_path)["rows"]
+    assert [row["backend"] for row in rows] == ["C"]
+    row = rows[0]
+    assert all(row[k] > 0 for k in ("fast_matern", "sle_auto", "sle_dense", "sle_bounded"))
+    assert row["sle_auto_ratio"] == pytest.approx(row["sle_auto"] / row["fast_matern"])
+    assert "| C |" in (tmp_path / "runtime_sparsity_quick.md").read_text()
+
+
+def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
+    args = ["--benchmarks", "one_d", "--samplers", "pymc", "--cache", distance_cache]
+    run_quick("nuts_convergence", tmp_path, *args)
+    csv_path = tmp_path / "nuts_convergence_quick.csv"
+    rows = list(csv.DictReader(csv_path.open()))
+    assert [(r["model"], r["spec"], r["sampler"]) for r in rows] == [
+        ("SLE", "SLE", "pymc"),
+        ("baseline", "Matern", "pymc"),
+    ]
+    for r in rows:
+        assert float(r["wall_s"]) > float(r["sampling_s"]) > 0
+        assert 0 <= float(r["picp"]) <= 1 and float(r["rmse"]) > 0 and float(r["r_hat_max"]) > 0
+    run_quick("nuts_convergence", tmp_path, *args)  # resumes: every fit is already there
+    assert len(list(csv.DictReader(csv_path.open()))) == 2
+    text = (tmp_path / "nuts_convergence_quick.md").read_text()
+    assert "| one_d / pymc | r-hat <= 1.01 |" in text
+
+
+def test_nuts_convergence_targets_report_each_figure():
+    from benchmarks.nuts_convergence import aggregate, targets
+
+    def row(split, r_hat, picp, divergences=0):
+        return {"benchmark": "teddy_400", "split": split, "model": "SLE", "spec": "SLE",
+                "sampler": "pymc", "r_hat_max": r_hat, "ess_bulk_min": 500.0,
+                "ess_tail_min": 450.0, "divergences": divergences, "wall_s": 700.0,
+                "min_ess_per_s": 500.0 / 700.0, "rmse": 1.0, "crps": 0.5, "picp": picp,
+                "nlpd": 1.0, "multimodal_warning": ""}  # fmt: skip
+
+    summary = aggregate([row(0, 1.004, 0.95), row(1, 1.02, 0.93, divergences=2)])
+    assert summary[0]["r_hat_max"] == 1.02 and summary[0]["picp_range"] == (0.93, 0.95)
+    status = {c["target"]: (c["value"], c["status"]) for c in targets(summary, n_splits=3)}
+    assert status["r-hat <= 1.01"] == ("1.020", "missed (2 of 3 splits)")
+    assert status["min bulk ESS >= 400"] == ("500", "met (2 of 3 splits)")
+    assert status["0 divergences"] == ("2", "missed (2 of 3 splits)")
+    assert status["PICP in [0.92, 0.97]"] == ("0.930-0.950", "met (2 of 3 splits)")
+    assert status["wall <= 10 min"] == ("11.7 min", "missed (2 of 3 splits)")
+
+
 def test_nuts_teddy_benchmark_quick(tmp_path, icosphere_obj):
     mesh = icosphere_obj(2)
     results = run_quick("nuts_teddy", tmp_path, "--mesh", mesh, "--samplers", "pymc", "nutpie")

@@ -1,5 +1,7 @@
 """Built-in data sets: the SAXS simulator, detector binning, mesh targets."""
 
+import re
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -162,3 +164,40 @@ def test_matern_field_validates(sphere_path):
         matern_field(sphere_path, sd=0.0)
     with pytest.raises(ValueError, match="`noise_sd` must be >= 0"):
         matern_field(sphere_path, noise_sd=-1.0)
+
+
+def test_evolving_sequences_follow_their_tree():
+    from pymc_sle.datasets import evolving_sequences
+    from pymc_sle.distances import edit_distance
+
+    data = evolving_sequences(n=60, length=20, mutation_rate=2.0, noise_sd=0.2, seed=4)
+    again = evolving_sequences(n=60, length=20, mutation_rate=2.0, noise_sd=0.2, seed=4)
+    assert data.sequences == again.sequences and np.array_equal(data.y, again.y)
+    assert data.parent[0] == -1 and (data.parent[1:] < np.arange(1, 60)).all()
+    assert len(data.sequences[0]) == 20 and set("".join(data.sequences)) <= set("ACGT")
+    np.testing.assert_allclose([data.f.mean(), data.f.std()], [0.0, 1.0], atol=1e-12)
+    for child in range(1, 60):  # each mutation moves the string by at most one edit
+        parent = data.parent[child]
+        distance = edit_distance(data.sequences[child], data.sequences[parent])
+        assert distance <= data.mutations[child]
+        if data.mutations[child] == 0:  # no change on the edge: same string, same trait
+            assert data.sequences[child] == data.sequences[parent]
+            assert data.f[child] == data.f[parent]
+    residual = data.y - data.f
+    assert 0.1 < residual.std() < 0.3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n": 1}, "`n` must be an integer >= 2, but got 1"),
+        ({"length": 0}, "`length` must be an integer >= 1, but got 0"),
+        ({"mutation_rate": 0.0}, "`mutation_rate` must be finite and > 0, but got 0.0"),
+        ({"noise_sd": float("nan")}, "`noise_sd` must be finite and > 0, but got nan"),
+    ],
+)
+def test_evolving_sequences_validates(kwargs, message):
+    from pymc_sle.datasets import evolving_sequences
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        evolving_sequences(**kwargs)

@@ -24,6 +24,7 @@ from pymc_sle.kernels._embedding_ops import (
     SparsePattern,
     dense_squared_distances,
     sparse_squared_distances,
+    support_squared_distances,
 )
 
 MODES = ["FAST_RUN", "NUMBA"] + (["JAX"] if importlib.util.find_spec("jax") else [])
@@ -175,6 +176,38 @@ def test_dense_and_sparse_distances_equal_the_reference(mode, n, m, fill):
     np.testing.assert_allclose(g_sparse, pattern.gather(g_ref), atol=1e-10)
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("n", "m", "fill", "max_fill"),
+    [(25, 40, 0.05, 0.1), (9, 4, 0.5, 0.1), (9, 4, 0.5, 1.0), (30, 7, 0.0, 0.0)],
+)
+def test_support_distances_equal_the_reference_on_both_branches(mode, n, m, fill, max_fill):
+    """The run-time pattern: values equal the reference on the sparse (max_fill 1) and dense
+    (max_fill 0) branches; the gradient equals the reference on phi's non-zeros (where a bump
+    embedding's derivative can be non-zero) and, on the dense branch, everywhere."""
+    mask, phi = sparse_embedding(n, m, fill, seed=n + m)
+    weights = np.random.default_rng(0).normal(size=(n, n))
+    phi_var = pt.dmatrix("phi")
+    generic = pt.sum(pt.sqr(phi_var[:, None, :] - phi_var[None, :, :]), axis=-1)
+    support = support_squared_distances(phi_var, max_fill)
+    outputs = [
+        generic,
+        support,
+        *(pt.grad((o * weights).sum(), phi_var) for o in (generic, support)),
+    ]
+    ref, value, g_ref, g_support = compile_fn([phi_var], outputs, mode)(phi)
+    np.testing.assert_allclose(value, ref, atol=1e-12)
+    assert (np.diag(value) == 0).all()
+    np.testing.assert_allclose(g_support[mask], g_ref[mask], atol=1e-10)
+    dense_branch = mode == "JAX" or mask.sum() > max_fill * mask.size
+    np.testing.assert_allclose(g_support, np.where(mask | dense_branch, g_ref, 0.0), atol=1e-10)
+
+
+def test_support_distances_validate_max_fill():
+    with pytest.raises(ValueError, match=r"`max_fill` must be in \[0, 1\], but got 1.5"):
+        support_squared_distances(pt.dmatrix("phi"), 1.5)
+
+
 def test_sparse_pattern_layout():
     mask = np.array([[1, 0, 1], [0, 0, 1], [1, 0, 0]], dtype=bool)
     pattern = SparsePattern(mask)
@@ -221,6 +254,43 @@ def test_sle_sparse_equals_dense(planar, mode, inner, per_landmark):
         np.testing.assert_allclose(sparse, dense, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(  # fill ~3 % (sparse branch), ~95 % (dense branch)
+    ("per_landmark", "radius_value"), [(True, 0.12), (False, 0.12), (False, 0.9)]
+)
+def test_sle_with_an_unbounded_radius_follows_its_support_at_run_time(
+    planar, mode, per_landmark, radius_value
+):
+    """LogNormal radius: no pattern is known in advance, ``auto`` finds it at every evaluation.
+    Values and gradients equal the dense path, and the gradient equals finite differences."""
+    X = np.arange(40)[:, None]
+    with pm.Model():
+        radius_rv = pm.LogNormal("radius", 0.0, 1.0)
+        auto = SLE(planar, radius=radius_rv, ls=0.7)
+    assert auto.radius_max is None
+    assert "_SupportSquaredDistances" in {
+        type(v.owner.op).__name__ for v in ancestors([auto(X)]) if v.owner is not None
+    }
+    radius = pt.dvector("radius") if per_landmark else pt.dscalar("radius")
+    ls = pt.dscalar("ls")
+    weights = np.random.default_rng(1).normal(size=(40, 40))
+    outputs = []
+    for embedding in ("dense", "auto"):
+        K = SLE(planar, radius=radius, ls=ls, embedding=embedding, inner="matern52")(X)
+        loss = (K * weights).sum()
+        outputs += [K, loss, *pt.grad(loss, [radius, ls])]
+    rng = np.random.default_rng(2)
+    r0 = radius_value * (rng.uniform(0.8, 1.2, 40) if per_landmark else 1.0)
+    f = compile_fn([radius, ls], outputs, mode)
+    out = f(r0, 0.7)
+    for dense, auto_value in zip(out[:4], out[4:], strict=True):
+        np.testing.assert_allclose(auto_value, dense, rtol=1e-10, atol=1e-12)
+    step = 1e-6
+    direction = rng.normal(size=np.shape(r0))
+    numeric = (f(r0 + step * direction, 0.7)[5] - f(r0 - step * direction, 0.7)[5]) / (2 * step)
+    np.testing.assert_allclose(np.sum(out[6] * direction), numeric, rtol=1e-5)
+
+
 def test_auto_embedding_picks_sparse_only_below_the_threshold(planar):
     X = np.arange(40)[:, None]
     narrow = SLE(planar, radius=0.1, ls=1.0)
@@ -233,6 +303,9 @@ def test_auto_embedding_picks_sparse_only_below_the_threshold(planar):
 
     assert "_SparseSquaredDistances" in op_names(narrow)
     assert "_SparseSquaredDistances" not in op_names(wide)
+    assert "_SupportSquaredDistances" in op_names(wide)  # the pattern is found at run time
+    dense = SLE(planar, radius=2.0, ls=1.0, embedding="dense")
+    assert {"_SparseSquaredDistances", "_SupportSquaredDistances"}.isdisjoint(op_names(dense))
     np.testing.assert_allclose(
         narrow(X).eval(), SLE(planar, radius=0.1, ls=1.0, embedding="dense")(X).eval(), atol=1e-12
     )

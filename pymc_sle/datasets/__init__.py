@@ -7,6 +7,7 @@ from pymc_sle.datasets._meshes import (
     matern_field,
 )
 from pymc_sle.datasets._saxs import SAXSData, coarsen, saxs_images
+from pymc_sle.datasets._sequences import SequenceData, evolving_sequences
 from pymc_sle.datasets._synthetic import (
     IndexedRegressionData,
     one_dimensional,
@@ -17,7 +18,9 @@ __all__ = [
     "IndexedRegressionData",
     "MeshField",
     "SAXSData",
+    "SequenceData",
     "coarsen",
+    "evolving_sequences",
     "geodesic_sine_field",
     "geodesic_sines_field",
     "matern_field",

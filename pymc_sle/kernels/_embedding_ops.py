@@ -25,6 +25,16 @@ and NUMBA backends, ``jax.numpy`` on JAX) whose gradient is that expression in P
 (column ``k`` has rows :math:`R_k`), both :math:`\Phi\Phi^\top` and :math:`S\Phi` on the pattern
 cost :math:`\sum_k |R_k|^2 = n\,\bar s^2` multiply-adds for a square problem (:math:`\bar s` the
 mean non-zeros per row) instead of :math:`n^2 m`.
+
+**Support** (:func:`support_squared_distances`): the pattern found at run time, from the non-zeros
+of a dense :math:`\Phi` -- for a radius whose prior is unbounded (LogNormal), where no pattern
+is known in advance. Each evaluation scans :math:`\Phi` (:math:`nm`), then takes the sparse
+kernels above when at most ``max_fill`` of it is non-zero and the dense ones otherwise. The
+gradient is the one along perturbations that keep :math:`\Phi`'s zeros at zero: the entries of
+:math:`\partial L / \partial \Phi` at zeros of :math:`\Phi` are returned as 0 (on the sparse
+branch). That is the exact chain rule for an embedding whose zeros have zero derivative with
+respect to every parameter -- the bump's: it vanishes with all its derivatives for
+:math:`d \ge r`, and where it underflows to 0 inside the support its derivative underflows too.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ __all__ = [
     "cross_squared_distances",
     "dense_squared_distances",
     "sparse_squared_distances",
+    "support_squared_distances",
 ]
 
 
@@ -201,10 +212,15 @@ def _sparse_forward(values, col_ptr, row_index, n):
 def _sparse_backward(values, col_ptr, row_index, grad):
     # out[p] = 2 (s_i v_p - sum_{q in column k} S_ij v_q) for entry p = (i, k), q = (j, k). Each
     # unordered pair {p, q} of a column is visited once, from the row of the smaller index.
+    # S = G + G^T is read on the fly: the pairs touch n s_bar^2 entries, far fewer than n^2.
     n = grad.shape[0]
     row_ptr, entries, cols = _by_row(col_ptr, row_index, n)
-    symmetric = symmetric_sum(np.ascontiguousarray(grad))
-    off_diagonal_sums = symmetric.sum(axis=1) - np.diag(symmetric)
+    off_diagonal_sums = np.zeros(n)  # s_i - S_ii = sum_j (G_ij + G_ji) - 2 G_ii
+    for i in range(n):
+        for j in range(n):
+            off_diagonal_sums[i] += grad[i, j]
+            off_diagonal_sums[j] += grad[i, j]
+        off_diagonal_sums[i] -= 2.0 * grad[i, i]
     out = np.empty(values.size)
     for p in range(values.size):
         out[p] = off_diagonal_sums[row_index[p]] * values[p]
@@ -214,7 +230,8 @@ def _sparse_backward(values, col_ptr, row_index, grad):
             vi = values[p]
             total = 0.0
             for q in range(p + 1, col_ptr[cols[p] + 1]):
-                s_ij = symmetric[i, row_index[q]]
+                j = row_index[q]
+                s_ij = grad[i, j] + grad[j, i]
                 total += s_ij * values[q]
                 out[q] -= s_ij * vi
             out[p] -= total
@@ -261,7 +278,10 @@ class _SparseSquaredDistancesGrad(Op):
         return Apply(self, inputs, [pt.vector(dtype="float64")])
 
     def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = _sparse_backward(*inputs)
+        values, col_ptr, row_index, grad = inputs
+        output_storage[0][0] = _sparse_backward(
+            values, col_ptr, row_index, np.ascontiguousarray(grad)
+        )
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [input_shapes[0]]
@@ -298,6 +318,129 @@ def sparse_squared_distances(values, pattern: SparsePattern) -> pt.TensorVariabl
     )
 
 
+@numba.njit(cache=True)
+def _support_of(phi):
+    """The non-zeros of a C-contiguous ``(n, m)`` ``phi`` in CSC storage (rows increasing within
+    a column): ``(values, col_ptr, row_index)``. Two passes along rows, cache-friendly."""
+    n, m = phi.shape
+    col_ptr = np.zeros(m + 1, dtype=np.int64)
+    for i in range(n):
+        for k in range(m):
+            if phi[i, k] != 0.0:
+                col_ptr[k + 1] += 1
+    for k in range(m):
+        col_ptr[k + 1] += col_ptr[k]
+    cursor = col_ptr[:-1].copy()
+    values = np.empty(col_ptr[m])
+    row_index = np.empty(col_ptr[m], dtype=np.int64)
+    for i in range(n):
+        for k in range(m):
+            if phi[i, k] != 0.0:
+                values[cursor[k]] = phi[i, k]
+                row_index[cursor[k]] = i
+                cursor[k] += 1
+    return values, col_ptr, row_index
+
+
+@numba.njit(cache=True)
+def _support_forward(phi, max_fill):
+    values, col_ptr, row_index = _support_of(phi)
+    if values.size > max_fill * phi.size:
+        return _dense_forward(phi)
+    return _sparse_forward(values, col_ptr, row_index, phi.shape[0])
+
+
+@numba.njit(cache=True)
+def _support_backward(phi, grad, max_fill):
+    values, col_ptr, row_index = _support_of(phi)
+    if values.size > max_fill * phi.size:
+        symmetric = symmetric_sum(np.ascontiguousarray(grad))
+        return 2.0 * (symmetric.sum(axis=1).reshape((-1, 1)) * phi - np.dot(symmetric, phi))
+    on_support = _sparse_backward(values, col_ptr, row_index, grad)
+    out = np.zeros(phi.shape)
+    for k in range(phi.shape[1]):
+        for p in range(col_ptr[k], col_ptr[k + 1]):
+            out[row_index[p], k] = on_support[p]
+    return out
+
+
+class _SupportSquaredDistances(Op):
+    """``phi -> Delta`` using the non-zeros of ``phi`` found at run time (see the module notes
+    for the gradient)."""
+
+    __props__ = ("max_fill",)
+
+    def __init__(self, max_fill: float):
+        self.max_fill = float(max_fill)
+
+    def make_node(self, phi):
+        phi = pt.cast(pt.as_tensor_variable(phi), "float64")
+        if phi.type.ndim != 2:
+            raise ValueError(f"`phi` must be 2-D, but has ndim {phi.type.ndim}")
+        n = phi.type.shape[0]
+        return Apply(self, [phi], [pt.tensor(dtype="float64", shape=(n, n))])
+
+    def perform(self, node, inputs, output_storage):
+        phi = np.ascontiguousarray(inputs[0])
+        output_storage[0][0] = _support_forward(phi, self.max_fill)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        n = input_shapes[0][0]
+        return [(n, n)]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [_SupportSquaredDistancesGrad(self.max_fill)(inputs[0], output_grads[0])]
+
+
+class _SupportSquaredDistancesGrad(Op):
+    __props__ = ("max_fill",)
+
+    def __init__(self, max_fill: float):
+        self.max_fill = float(max_fill)
+
+    def make_node(self, phi, grad):
+        inputs = [pt.as_tensor_variable(v) for v in (phi, grad)]
+        return Apply(self, inputs, [inputs[0].type()])
+
+    def perform(self, node, inputs, output_storage):
+        phi, grad = (np.ascontiguousarray(v) for v in inputs)
+        output_storage[0][0] = _support_backward(phi, grad, self.max_fill)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+
+@numba_funcify.register(_SupportSquaredDistances)
+def _numba_support_forward(op, node=None, **kwargs):
+    max_fill = op.max_fill
+
+    @numba.njit
+    def support_squared_distances(phi):
+        return _support_forward(np.ascontiguousarray(phi), max_fill)
+
+    return support_squared_distances
+
+
+@numba_funcify.register(_SupportSquaredDistancesGrad)
+def _numba_support_backward(op, node=None, **kwargs):
+    max_fill = op.max_fill
+
+    @numba.njit
+    def support_squared_distances_grad(phi, grad):
+        return _support_backward(np.ascontiguousarray(phi), np.ascontiguousarray(grad), max_fill)
+
+    return support_squared_distances_grad
+
+
+def support_squared_distances(phi, max_fill: float) -> pt.TensorVariable:
+    r""":math:`\Delta` for a dense ``(n, m)`` embedding, computed on its non-zeros found at run
+    time when at most ``max_fill`` of it is non-zero (dense kernels otherwise); diagonal exactly
+    0. The gradient treats zeros of ``phi`` as fixed (module notes): use it for bump embeddings."""
+    if not 0.0 <= max_fill <= 1.0:
+        raise ValueError(f"`max_fill` must be in [0, 1], but got {max_fill!r}")
+    return _SupportSquaredDistances(max_fill)(phi)
+
+
 def _register_jax() -> None:
     try:
         import jax.numpy as jnp
@@ -318,8 +461,17 @@ def _register_jax() -> None:
         return out.at[jnp.diag_indices(gram.shape[0])].set(0.0)
 
     @jax_funcify.register(_DenseSquaredDistances)
+    @jax_funcify.register(_SupportSquaredDistances)
     def _jax_dense(op, node=None, **kwargs):
         return squared_distances
+
+    @jax_funcify.register(_SupportSquaredDistancesGrad)
+    def _jax_support_backward(op, node=None, **kwargs):
+        def backward(phi, grad):  # exact dense gradient (the Op's sparse branch is C/NUMBA only)
+            symmetric = grad + grad.T
+            return 2.0 * (symmetric.sum(axis=1)[:, None] * phi - symmetric @ phi)
+
+        return backward
 
     @jax_funcify.register(_SparseSquaredDistances)
     def _jax_forward(op, node=None, **kwargs):

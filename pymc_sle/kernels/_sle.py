@@ -17,6 +17,7 @@ from pymc_sle.kernels._embedding_ops import (
     SparsePattern,
     dense_squared_distances,
     sparse_squared_distances,
+    support_squared_distances,
 )
 from pymc_sle.kernels._landmark import LandmarkCovariance
 
@@ -95,10 +96,13 @@ class SLE(LandmarkCovariance):
         bound (``pm.Uniform``, ``pm.Truncated``).
     embedding : {"auto", "dense", "sparse"}, default "auto"
         How the training covariance is computed. ``"dense"`` evaluates the full ``(n, m)``
-        embedding; ``"sparse"`` only its possible non-zeros (needs a known ``radius_max`` and an
-        ``X`` of numbers, not ``pm.Data``); ``"auto"`` is sparse when at most
-        `SPARSE_FILL_THRESHOLD` of the embedding can be non-zero. Both give the same values and
-        gradients.
+        embedding and its dense products; ``"sparse"`` only the embedding's possible non-zeros
+        (needs a known ``radius_max`` and an ``X`` of numbers, not ``pm.Data``); ``"auto"`` is
+        sparse when at most `SPARSE_FILL_THRESHOLD` of the embedding can be non-zero, and
+        otherwise -- an unbounded radius prior such as LogNormal, or a wide bound -- evaluates
+        the full embedding but finds its non-zeros at every evaluation, at the current radius,
+        and takes sparse products when at most `SPARSE_FILL_THRESHOLD` of it is non-zero (dense
+        ones otherwise). All give the same values and gradients.
 
     Raises
     ------
@@ -227,8 +231,10 @@ class SLE(LandmarkCovariance):
                 "embedding='sparse' needs a fixed `X` (numbers, not pm.Data or another symbolic "
                 f"expression), but got {type(X).__name__}"
             )
-        if pattern is None or (self.embedding == "auto" and pattern.fill > SPARSE_FILL_THRESHOLD):
+        if self.embedding == "dense":
             return dense_squared_distances(self._embed_rows(rows))
+        if pattern is None or pattern.fill > SPARSE_FILL_THRESHOLD:  # "auto", support unknown
+            return support_squared_distances(self._embed_rows(rows), SPARSE_FILL_THRESHOLD)
         cols = pattern.col_index
 
         def per_entry(param):
