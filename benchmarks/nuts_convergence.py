@@ -3,8 +3,11 @@
 The model is the README recipe with the library's defaults, nothing tuned per benchmark:
 ``sle.priors.sle_priors(D, train, y, inner=...)`` (whose default ``start="mode"`` starts the chains
 in the highest basin of a coarse grid posterior), ``eta**2 * sle.SLE(D, radius=..., ls=...)`` and
-``sle.gp.Marginal`` with a zero mean on the centred targets. It is sampled with 4 chains x
-(1000 tune + 1000 draws), one BLAS thread per chain, on 2 cores, by PyMC's NUTS and by nutpie;
+``sle.gp.Marginal`` with a zero mean on the centred targets, sampled by
+``sle.inference.sample_basins(priors)`` (``pm.sample`` when the radius posterior has one basin;
+otherwise every basin holding >= 1 % of the mass, pooled by mass). 4 chains x (1000 tune + 1000
+draws) per basin, ``target_accept`` 0.9, one BLAS thread per chain, on 2 cores, by PyMC's NUTS
+and by nutpie;
 the best baseline of each benchmark (the paper reproduction's model and priors) by PyMC's NUTS on
 the same splits. Every fit predicts the benchmark's fixed test set.
 
@@ -23,8 +26,9 @@ strings       evolving sequences, edit    200     Matern-3/2  Raw-distance embed
 
 Per fit (one row of the CSV): wall time of the start search (``setup_s``) and of sampling with
 compilation (``sampling_s``), largest r-hat, smallest bulk and tail ESS, min-ESS/s (smallest bulk
-ESS over the total wall time), divergences, RMSE, CRPS, PICP (95 %), NLPD, and whether
-``sle_priors`` warned that the radius posterior has basins the chains cannot reach.
+ESS over the total wall time), divergences, RMSE, CRPS, PICP (95 %), NLPD, whether
+``sle_priors`` warned that the radius posterior has basins one start cannot reach, and how many
+basins were sampled (r-hat and ESS are then the worst over the basins' own chains).
 
 The run resumes: every finished fit is appended to the CSV at once, and fits already there are
 skipped, so it can be done in pieces (``--benchmarks``, ``--samplers``, ``--models``).
@@ -66,8 +70,12 @@ TEDDY_400_WALL_S, FVGP_SPEEDUP = 600.0, 10.0
 FIELDS = [
     "benchmark", "split", "model", "spec", "sampler", "n_train", "setup_s", "sampling_s", "wall_s",
     "r_hat_max", "ess_bulk_min", "ess_tail_min", "min_ess_per_s", "divergences",
-    "rmse", "crps", "picp", "nlpd", "multimodal_warning",
+    "rmse", "crps", "picp", "nlpd", "multimodal_warning", "basins",
 ]  # fmt: skip
+
+
+#: Values of columns added after a results file was started.
+DEFAULTS = {"basins": 1}
 
 
 @dataclass
@@ -175,7 +183,7 @@ BENCHMARKS: dict[str, Callable] = {
 
 
 def sle_model(bench: Benchmark, ctx: Context, offset: float):
-    """The README recipe on one split: returns (model, gp, multimodal warning or "")."""
+    """The README recipe on one split: returns (model, gp, priors, multimodal warning or "")."""
     D = ctx.landmark[bench.kind]
     rows = np.arange(ctx.n_train)
     with pm.Model() as model, warnings.catch_warnings(record=True) as caught:
@@ -187,7 +195,7 @@ def sle_model(bench: Benchmark, ctx: Context, offset: float):
         gp = sle.gp.Marginal(cov_func=cov)
         gp.marginal_likelihood("y", X=ctx.X_train, y=ctx.y_train - offset, sigma=priors["sigma"])
     basins = [str(w.message) for w in caught if "more than one basin" in str(w.message)]
-    return model, gp, basins[0] if basins else ""
+    return model, gp, priors, basins[0] if basins else ""
 
 
 def fit(bench: Benchmark, ctx: Context, model_name: str, settings: NutsSettings) -> dict:
@@ -196,14 +204,14 @@ def fit(bench: Benchmark, ctx: Context, model_name: str, settings: NutsSettings)
     y_test = bench.problem.y[bench.problem.test]
     if model_name == "SLE":
         offset = float(ctx.y_train.mean())
-        model, gp, warning = sle_model(bench, ctx, offset)
+        model, gp, priors, warning = sle_model(bench, ctx, offset)
     else:
-        offset, warning = 0.0, ""
+        offset, warning, priors = 0.0, "", None
         model, gp, _ = build(bench.baseline, ctx)
     setup = time.perf_counter() - start
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # ArviZ's refactor notice
-        result = fit_and_score(model, gp, ctx.X_test, y_test - offset, settings)
+        result = fit_and_score(model, gp, ctx.X_test, y_test - offset, settings, priors=priors)
     wall = setup + result.seconds
     d = result.diagnostics
     return {
@@ -226,7 +234,17 @@ def done_keys(path: Path) -> set[tuple]:
 
 
 def append_row(path: Path, row: dict) -> None:
+    """Append one fit; a file written before a column was added gets it (with its default)."""
     new = not path.exists()
+    if not new:
+        with path.open() as f:
+            reader = csv.DictReader(f)
+            old_rows = list(reader) if reader.fieldnames != FIELDS else None
+        if old_rows is not None:
+            with path.open("w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=FIELDS)
+                writer.writeheader()
+                writer.writerows({**DEFAULTS, **r} for r in old_rows)
     with path.open("a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         if new:
@@ -295,7 +313,7 @@ def aggregate(rows: list[dict]) -> list[dict]:
             "min_ess_per_s": float(np.median([r["min_ess_per_s"] for r in rs])),
             **{k: float(np.mean([r[k] for r in rs])) for k in ("rmse", "crps", "picp", "nlpd")},
             "picp_range": (min(r["picp"] for r in rs), max(r["picp"] for r in rs)),
-            "warned": sum(bool(r["multimodal_warning"]) for r in rs),
+            "warned": sum(r["basins"] > 1 for r in rs),
         })  # fmt: skip
     return out
 
@@ -377,7 +395,7 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
     figure(summary, out / f"{stem}.png")
     table = _table(
         ["benchmark", "model", "sampler", "splits", "r̂ max", "bulk ESS min", "tail ESS min",
-         "div.", "wall (s, median)", "min-ESS/s", "RMSE", "CRPS", "PICP", "NLPD", "warned"],
+         "div.", "wall (s, median)", "min-ESS/s", "RMSE", "CRPS", "PICP", "NLPD", "multi-basin"],
         [[s["benchmark"], s["spec"], s["sampler"], s["splits"], f"{s['r_hat_max']:.3f}",
           f"{s['ess_bulk_min']:.0f}", f"{s['ess_tail_min']:.0f}", s["divergences"],
           f"{s['wall_s']:.0f}", f"{s['min_ess_per_s']:.2f}", f"{s['rmse']:.4g}",
@@ -385,9 +403,10 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
          for s in summary],
     )  # fmt: skip
     per_fit = _table(
-        ["benchmark", "split", "model", "sampler", "r̂ max", "bulk ESS", "div.", "wall (s)",
-         "PICP", "RMSE"],
-        [[r["benchmark"], int(r["split"]), r["spec"], r["sampler"], f"{r['r_hat_max']:.3f}",
+        ["benchmark", "split", "model", "sampler", "basins", "r̂ max", "bulk ESS", "div.",
+         "wall (s)", "PICP", "RMSE"],
+        [[r["benchmark"], int(r["split"]), r["spec"], r["sampler"], int(r["basins"]),
+          f"{r['r_hat_max']:.3f}",
           f"{r['ess_bulk_min']:.0f}", int(r["divergences"]), f"{r['wall_s']:.0f}",
           f"{r['picp']:.3f}", f"{r['rmse']:.4g}"] for r in rows],
     )  # fmt: skip
@@ -402,8 +421,9 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         f"({settings.tune} tune + {settings.draws} draws), {settings.cores} cores, one BLAS "
         f"thread per chain; {n_splits} training splits per benchmark. `baseline` = the best "
         "baseline of the paper reproduction, its priors and model. Diagnostics are the worst over "
-        "splits; scores are means (PICP also its range). `warned` = splits on which "
-        "`sle_priors` warned that radius basins the chains cannot reach hold > 1 % of the mass. "
+        "splits; scores are means (PICP also its range). `multi-basin` = splits whose radius "
+        "posterior has basins behind deep dips holding > 1 % of the mass; `sample_basins` sampled "
+        "each and pooled them by mass, and their r̂ and ESS are the worst over the basins. "
         "What the script does: see its docstring.",
         "",
         "## Targets (issue 14)",

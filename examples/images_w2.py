@@ -59,8 +59,9 @@ with pm.Model() as model:
     mean = pm.gp.mean.Constant(pm.Normal("mean", y_train.mean(), 2.0 * y_train.std()))
     gp = sle.gp.Marginal(mean_func=mean, cov_func=cov)
     gp.marginal_likelihood("y", X=train[:, None], y=y_train, sigma=priors["sigma"])
-    with threadpool_limits(limits=1, user_api="blas"):
-        idata = pm.sample(draws, tune=draws, chains=2, cores=2, random_seed=1)
+    with threadpool_limits(limits=1, user_api="blas"):  # pm.sample when the radius has one basin
+        idata = sle.inference.sample_basins(priors, draws=draws, tune=draws, chains=2, cores=2,
+                                            random_seed=1)  # fmt: skip
     gp.conditional("y_test", Xnew=test[:, None], pred_noise=True)
     pm.sample_posterior_predictive(
         idata, var_names=["y_test"], extend_inferencedata=True, random_seed=2

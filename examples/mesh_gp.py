@@ -60,8 +60,10 @@ with pm.Model() as model:
     )
     gp = sle.gp.Marginal(cov_func=cov)
     gp.marginal_likelihood("y", X=train[:, None], y=y_train, sigma=priors["sigma"])
+    # Every radius basin NUTS cannot cross, pooled by its mass (pm.sample when there is one).
     with threadpool_limits(limits=1, user_api="blas"):
-        idata = pm.sample(draws, tune=draws, chains=2, cores=2, random_seed=2)
+        idata = sle.inference.sample_basins(priors, draws=draws, tune=draws, chains=2, cores=2,
+                                            random_seed=2)  # fmt: skip
 
 # 4. Predict the latent field on every vertex, averaging over the posterior draws.
 with model:

@@ -39,9 +39,12 @@ with pm.Model() as model:
     gp = sle.gp.Marginal(cov_func=cov)
     gp.marginal_likelihood("y", X=X_train, y=data.y_train, sigma=priors["sigma"])
 
-    # One BLAS thread per chain: parallel chains otherwise fight over the cores.
+    # One BLAS thread per chain: parallel chains otherwise fight over the cores. sample_basins is
+    # pm.sample when the radius posterior has one basin, and samples and pools them otherwise.
     with threadpool_limits(limits=1, user_api="blas"):
-        idata = pm.sample(draws=draws, tune=draws, chains=chains, cores=2, random_seed=1)
+        idata = sle.inference.sample_basins(
+            priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1
+        )
 
     gp.conditional("y_test", Xnew=X_test, pred_noise=True)
     pm.sample_posterior_predictive(idata, var_names=["y_test"], extend_inferencedata=True)

@@ -45,8 +45,9 @@ for sampler in args.samplers:
     start = time.perf_counter()
     # One BLAS thread per chain: parallel chains otherwise fight over the cores.
     with model, threadpool_limits(limits=1, user_api="blas"):
-        idata = pm.sample(draws, tune=draws, chains=2, cores=2, nuts_sampler=sampler,
-                          random_seed=1, progressbar=False)  # fmt: skip
+        idata = sle.inference.sample_basins(priors, draws=draws, tune=draws, chains=2, cores=2,
+                                            nuts_sampler=sampler, random_seed=1,
+                                            progressbar=False)  # fmt: skip
     wall = time.perf_counter() - start  # includes compilation, as a user experiences it
     summary = az.summary(idata, var_names=["radius", "ls", "eta", "sigma"], kind="diagnostics")
     ess = float(summary["ess_bulk"].min())

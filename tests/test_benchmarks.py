@@ -83,7 +83,7 @@ def test_nuts_convergence_targets_report_each_figure():
                 "sampler": "pymc", "r_hat_max": r_hat, "ess_bulk_min": 500.0,
                 "ess_tail_min": 450.0, "divergences": divergences, "wall_s": 700.0,
                 "min_ess_per_s": 500.0 / 700.0, "rmse": 1.0, "crps": 0.5, "picp": picp,
-                "nlpd": 1.0, "multimodal_warning": ""}  # fmt: skip
+                "nlpd": 1.0, "multimodal_warning": "", "basins": 1}  # fmt: skip
 
     summary = aggregate([row(0, 1.004, 0.95), row(1, 1.02, 0.93, divergences=2)])
     assert summary[0]["r_hat_max"] == 1.02 and summary[0]["picp_range"] == (0.93, 0.95)

@@ -1,10 +1,12 @@
 import dataclasses
+import warnings
 
 import numpy as np
 import pymc as pm
 import pytest
 from scipy import stats
 
+import pymc_sle
 from pymc_sle.priors import (
     lognormal_between,
     radius_bounds,
@@ -147,5 +149,56 @@ def test_sle_priors_warns_when_the_start_basin_misses_mass(monkeypatch):
         return dataclasses.replace(grid, log_density=density)
 
     monkeypatch.setattr(priors_module, "grid_posterior", two_basins)
-    with pm.Model(), pytest.warns(UserWarning, match=r"more than one basin.*cannot be reached"):
-        sle_priors(D, np.arange(y.size), y)
+    with pm.Model(), pytest.warns(UserWarning, match=r"more than one basin.*sample_basins"):
+        priors = sle_priors(D, np.arange(y.size), y)
+    assert [round(b.mass, 2) for b in priors.basins] == [0.6, 0.4]
+    for basin in priors.basins:
+        assert basin.low <= basin.start["radius"] <= basin.high
+        assert basin.start["radius"] == pytest.approx(basin.radius)
+
+
+# -- warnings for user radius priors in the degenerate regions ---------------------------------
+
+
+def _build_sle_gp(radius_prior):
+    x = np.linspace(0.0, 1.0, 30)
+    D = np.abs(x[:, None] - x[None, :])
+    with pm.Model():
+        radius = radius_prior(D)
+        gp = pymc_sle.gp.Marginal(cov_func=pymc_sle.SLE(D, radius=radius, ls=1.0))
+        gp.marginal_likelihood("y", X=np.arange(30)[:, None], y=np.sin(6 * x), sigma=0.1)
+
+
+@pytest.mark.parametrize(
+    ("prior", "message"),
+    [
+        (
+            lambda D: pm.LogNormal("r", np.log(0.01), 1.0),
+            r"89 % below the smallest training distance 0\.03448",
+        ),
+        (lambda D: pm.HalfNormal("r", 5.0), r"84 % above the largest training distance 1 "),
+        (lambda D: pm.Uniform("r", 0.0, 0.2), r"17 % below the smallest training distance"),
+    ],
+)  # fmt: skip
+def test_radius_priors_in_degenerate_regions_warn(prior, message):
+    with pytest.warns(UserWarning, match=message) as caught:
+        _build_sle_gp(prior)
+    assert sum("The `radius` prior puts" in str(w.message) for w in caught) == 1  # once
+
+
+@pytest.mark.parametrize(
+    "prior",
+    [
+        lambda D: pymc_sle.priors.sle_priors(D, np.arange(30), np.sin(D[0]), start="prior")[
+            "radius"
+        ],
+        lambda D: pm.Uniform("r", 0.05, 1.0),
+        # a transformed prior, as the paper reproduction's: PyMC derives its CDF
+        lambda D: pm.Deterministic("r", pm.math.exp(pm.Uniform("log_r", np.log(0.05), 0.0))),
+        lambda D: 0.001,  # fixed: the user's choice, not a prior
+    ],
+)  # fmt: skip
+def test_radius_priors_between_the_distances_do_not_warn(prior):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="The `radius` prior puts")
+        _build_sle_gp(prior)

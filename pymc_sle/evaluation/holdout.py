@@ -17,6 +17,8 @@ import pymc as pm
 from threadpoolctl import threadpool_limits
 
 from pymc_sle.evaluation.metrics import evaluate
+from pymc_sle.inference.basins import basin_diagnostics, sample_basins
+from pymc_sle.inference.priors import SLEPriors
 
 __all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score"]
 
@@ -64,7 +66,8 @@ class HoldoutFit:
     scores : dict
         ``{"rmse", "crps", "picp", "nlpd"}`` of ``y_test`` (:func:`pymc_sle.metrics.evaluate`).
     diagnostics : dict
-        ``{"r_hat_max", "ess_bulk_min", "ess_tail_min", "divergences"}`` over the free variables.
+        ``{"r_hat_max", "ess_bulk_min", "ess_tail_min", "divergences", "basins"}`` over the free
+        variables (see :func:`convergence`).
     summary : pandas.DataFrame
         ``arviz.summary`` of the free variables.
     sampling_seconds, seconds : float
@@ -81,16 +84,31 @@ class HoldoutFit:
 
 def convergence(idata, var_names) -> tuple[pd.DataFrame, dict[str, float]]:
     """ArviZ's summary of ``var_names`` and its worst values: largest r-hat, smallest bulk and
-    tail ESS, and the number of divergent transitions (0 when the sampler reports none)."""
+    tail ESS, and the number of divergent transitions (0 when the sampler reports none).
+
+    For a posterior pooled from several radius basins
+    (:func:`~pymc_sle.inference.sample_basins`), r-hat and ESS are the worst over the basins'
+    own chains, which is what measures convergence there; ``basins`` counts them (1 otherwise).
+    """
     summary = az.summary(idata, var_names=list(var_names), round_to="none")
     stats = idata.sample_stats
     divergences = int(stats["diverging"].sum()) if "diverging" in stats else 0
-    return summary, {
+    worst = {
         "r_hat_max": float(summary["r_hat"].max()),
         "ess_bulk_min": float(summary["ess_bulk"].min()),
         "ess_tail_min": float(summary["ess_tail"].min()),
         "divergences": divergences,
+        "basins": 1,
     }
+    per_basin = basin_diagnostics(idata)
+    if per_basin is not None:
+        worst.update(
+            r_hat_max=max(per_basin["basin_r_hat_max"]),
+            ess_bulk_min=min(per_basin["basin_ess_bulk_min"]),
+            ess_tail_min=min(per_basin["basin_ess_tail_min"]),
+            basins=len(per_basin["basin_weight"]),
+        )
+    return summary, worst
 
 
 def fit_and_score(
@@ -101,6 +119,7 @@ def fit_and_score(
     settings: NutsSettings | None = None,
     *,
     latent: bool = False,
+    priors: SLEPriors | None = None,
 ) -> HoldoutFit:
     """Sample ``model`` with NUTS, predict ``y_test`` at ``X_test`` and score the prediction.
 
@@ -123,6 +142,10 @@ def fit_and_score(
         Sampler settings (default: ``NutsSettings()``).
     latent : bool, default False
         Also draw the latent ``f_test``.
+    priors : SLEPriors, optional
+        The model's :func:`~pymc_sle.priors.sle_priors`: sample with
+        :func:`~pymc_sle.inference.sample_basins`, every radius basin pooled by its mass (the
+        same as ``pm.sample`` when there is one basin).
 
     Returns
     -------
@@ -132,7 +155,7 @@ def fit_and_score(
     start = time.perf_counter()
     free = [rv.name for rv in model.free_RVs]
     with model, threadpool_limits(limits=1, user_api="blas"):
-        idata = pm.sample(
+        options = dict(
             draws=settings.draws,
             tune=settings.tune,
             chains=settings.chains,
@@ -144,6 +167,7 @@ def fit_and_score(
             progressbar=False,
             compute_convergence_checks=False,
         )
+        idata = pm.sample(**options) if priors is None else sample_basins(priors, **options)
         sampling_seconds = time.perf_counter() - start
         names = ["y_test"]
         gp.conditional("y_test", Xnew=X_test, pred_noise=True)

@@ -4,20 +4,26 @@
   reachable as ``pymc_sle.priors``);
 - :func:`find_map` / :class:`MAPResult` -- multi-start MAP, the paper's bounded maximum
   likelihood;
+- :func:`sample_basins` -- NUTS on every basin of a multi-basin radius posterior, pooled by
+  the basins' mass (``pm.sample`` when there is one basin);
 - :func:`grid_posterior` -- the posterior of the ``sle_priors`` model's four hyperparameters on
   a grid: the exact reference for a sampler, radius basins and their mass.
 """
 
-from pymc_sle.inference import grid, priors
+from pymc_sle.inference import basins, grid, priors
 from pymc_sle.inference._map import MAPResult, find_map
+from pymc_sle.inference.basins import basin_diagnostics, sample_basins
 from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior
 
 __all__ = [
     "GridPosterior",
     "MAPResult",
     "RadiusMode",
+    "basin_diagnostics",
+    "basins",
     "find_map",
     "grid",
     "grid_posterior",
     "priors",
+    "sample_basins",
 ]

@@ -106,9 +106,20 @@ class GridPosterior:
         """Posterior probabilities of the ``(radius, ls)`` cells, shape (len(radius), len(ls))."""
         return self._weights().sum(axis=(2, 3))
 
-    def mode(self) -> dict[str, float]:
-        """The grid point of highest posterior density, ``{"radius", "ls", "eta", "sigma"}``."""
-        cell = np.unravel_index(np.argmax(self.log_density), self.log_density.shape)
+    def mode(self, radius_range: tuple[float, float] | None = None) -> dict[str, float]:
+        """The grid point of highest posterior density, ``{"radius", "ls", "eta", "sigma"}``;
+        with ``radius_range=(low, high)``, the highest among radii in ``[low, high]`` (e.g. a
+        :class:`RadiusMode`'s basin)."""
+        density = self.log_density
+        if radius_range is not None:
+            inside = (self.radius >= radius_range[0]) & (self.radius <= radius_range[1])
+            if not inside.any():
+                raise ValueError(
+                    f"`radius_range` {radius_range} holds no radius of the grid "
+                    f"[{self.radius[0]:.4g}, {self.radius[-1]:.4g}]"
+                )
+            density = np.where(inside[:, None, None, None], density, -np.inf)
+        cell = np.unravel_index(np.argmax(density), density.shape)
         axes = {"radius": self.radius, "ls": self.ls, "eta": self.eta, "sigma": self.sigma}
         return {name: float(axis[i]) for (name, axis), i in zip(axes.items(), cell, strict=True)}
 

@@ -15,6 +15,7 @@ amplitude at 1.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
@@ -31,7 +32,9 @@ from pymc_sle.inference._bounds import (
 from pymc_sle.inference.grid import grid_posterior
 
 __all__ = [
+    "Basin",
     "SLEBounds",
+    "SLEPriors",
     "lognormal_between",
     "radius_bounds",
     "scale_priors",
@@ -70,12 +73,55 @@ _UNREACHED_MASS = 0.01
 _BARRIER = 3.0
 
 
-def _start_in_global_basin(distances, rows, y, landmarks, mass, inner, inner_kwargs) -> dict:
-    """Per variable, the ``initval`` and centred log transform of ``start="mode"``."""
+@dataclass(frozen=True)
+class Basin:
+    """A basin of the radius posterior that NUTS cannot leave, found by ``sle_priors``.
+
+    Attributes
+    ----------
+    radius, low, high : float
+        The basin's peak and its extent on the coarse grid.
+    mass : float
+        Its posterior probability on the grid.
+    start : dict
+        Where chains sampling this basin start: the grid's highest cell in the basin, keyed by
+        the model's variable names (``pm.sample(initvals=...)``).
+    """
+
+    radius: float
+    mass: float
+    low: float
+    high: float
+    start: dict[str, float]
+
+
+class SLEPriors(dict):
+    """What :func:`sle_priors` returns: a dict ``{"radius", "ls", "eta", "sigma"}`` of the new
+    random variables, with the radius ``basins`` its start search found (highest mass first;
+    empty for ``start="prior"``). :func:`pymc_sle.inference.sample_basins` samples each."""
+
+    def __init__(self, variables: dict, basins: tuple[Basin, ...] = ()):
+        super().__init__(variables)
+        self.basins = tuple(basins)
+
+
+def _start_in_global_basin(distances, rows, y, landmarks, mass, inner, inner_kwargs, names):
+    """Per variable, the ``initval`` and centred log transform of ``start="mode"``; and the
+    radius basins behind dips of more than ``_BARRIER`` nats, highest mass first."""
     grid = grid_posterior(distances, rows, y, landmarks=landmarks, inner=inner,
                           inner_kwargs=inner_kwargs, mass=mass, **_START_GRID)  # fmt: skip
     start = grid.mode()
-    basins = grid.radius_modes(min_mass=0.0, barrier=_BARRIER)
+    basins = [
+        Basin(
+            b.radius,
+            b.mass,
+            b.low,
+            b.high,
+            {names[k]: v for k, v in grid.mode((b.low, b.high)).items()},
+        )
+        for b in grid.radius_modes(min_mass=0.0, barrier=_BARRIER)
+    ]
+    basins.sort(key=lambda b: -b.mass)
     home = next(b for b in basins if b.low <= start["radius"] <= b.high)
     unreached = 1.0 - home.mass
     if unreached > _UNREACHED_MASS:
@@ -87,8 +133,8 @@ def _start_in_global_basin(distances, rows, y, landmarks, mass, inner, inner_kwa
         warnings.warn(
             f"The radius posterior has more than one basin: the chains start in the one at "
             f"r = {home.radius:.3g} ({100 * home.mass:.1f} % of the mass); {others} cannot be "
-            "reached by NUTS from there. See pymc_sle.inference.grid_posterior for the exact "
-            "radius marginal.",
+            "reached by NUTS from there. Sample every basin with "
+            "pymc_sle.inference.sample_basins(priors), which pools them by their mass.",
             UserWarning,
             stacklevel=3,
         )
@@ -98,7 +144,7 @@ def _start_in_global_basin(distances, rows, y, landmarks, mass, inner, inner_kwa
         half_step = 0.5 * float(np.log(axis[1] / axis[0]))
         scale = max(grid.log_spread(name), half_step) if name != "radius" else half_step
         out[name] = {"initval": value, "default_transform": _CenteredLog(value, scale)}
-    return out
+    return out, tuple(b for b in basins if b.mass >= _UNREACHED_MASS / 10)
 
 
 def sle_priors(
@@ -112,7 +158,7 @@ def sle_priors(
     inner="matern32",
     inner_kwargs: dict | None = None,
     start: str = "mode",
-) -> dict[str, pm.Distribution]:
+) -> SLEPriors:
     """Create sensible priors for an SLE GP in the current PyMC model, and a start for NUTS.
 
     - ``radius ~ LogNormal`` with ``mass`` between the radius bounds;
@@ -129,7 +175,9 @@ def sle_priors(
     (:func:`~pymc_sle.inference.grid.grid_posterior`, ``inner`` as in the model) and are sampled
     on a log scale centred there, in units of about half a grid cell (radius) or their posterior
     spread (the others), so PyMC's default jitter keeps every chain in that basin. A warning says
-    when basins behind dips deeper than 3 nats hold more than 1 % of the mass. The search costs 768
+    when basins behind dips deeper than 3 nats hold more than 1 % of the mass: then sample with
+    :func:`pymc_sle.inference.sample_basins`, which samples each basin and pools them by their
+    grid mass (it is ``pm.sample`` when there is one basin). The search costs 768
     eigendecompositions of the ``n x n`` training Gram matrix (seconds at n = 200, about half a
     minute at n = 400). ``start="prior"`` gives PyMC's default start (the prior medians,
     jittered), as the first release did.
@@ -150,8 +198,10 @@ def sle_priors(
 
     Returns
     -------
-    dict
-        ``{"radius", "ls", "eta", "sigma"}`` mapped to the new random variables.
+    SLEPriors
+        A dict ``{"radius", "ls", "eta", "sigma"}`` mapped to the new random variables, whose
+        ``basins`` attribute lists the radius basins (peak, mass, extent, start) for
+        :func:`pymc_sle.inference.sample_basins`.
 
     Examples
     --------
@@ -168,11 +218,13 @@ def sle_priors(
         raise ValueError(f"`start` must be 'mode' or 'prior', but got {start!r}")
     names = {"radius": "radius", "ls": "ls", "eta": "eta", "sigma": "sigma", **(names or {})}
     bounds = suggest_bounds(distances, rows, y, landmarks=landmarks)
-    at = {key: {} for key in names}
+    at, basins = {key: {} for key in names}, ()
     if start == "mode":
-        at = _start_in_global_basin(distances, rows, y, landmarks, mass, inner, inner_kwargs)
+        at, basins = _start_in_global_basin(
+            distances, rows, y, landmarks, mass, inner, inner_kwargs, names
+        )
     scale = target_scale(y)
-    return {
+    variables = {
         "radius": pm.LogNormal(
             names["radius"], **lognormal_between(*bounds.radius, mass), **at["radius"]
         ),
@@ -180,6 +232,7 @@ def sle_priors(
         "eta": pm.HalfNormal(names["eta"], sigma=scale, **at["eta"]),
         "sigma": pm.HalfNormal(names["sigma"], sigma=scale, **at["sigma"]),
     }
+    return SLEPriors(variables, basins)
 
 
 def scale_priors(y, *, names: dict[str, str] | None = None) -> dict[str, pm.Distribution]:

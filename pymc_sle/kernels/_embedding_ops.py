@@ -212,15 +212,10 @@ def _sparse_forward(values, col_ptr, row_index, n):
 def _sparse_backward(values, col_ptr, row_index, grad):
     # out[p] = 2 (s_i v_p - sum_{q in column k} S_ij v_q) for entry p = (i, k), q = (j, k). Each
     # unordered pair {p, q} of a column is visited once, from the row of the smaller index.
-    # S = G + G^T is read on the fly: the pairs touch n s_bar^2 entries, far fewer than n^2.
     n = grad.shape[0]
     row_ptr, entries, cols = _by_row(col_ptr, row_index, n)
-    off_diagonal_sums = np.zeros(n)  # s_i - S_ii = sum_j (G_ij + G_ji) - 2 G_ii
-    for i in range(n):
-        for j in range(n):
-            off_diagonal_sums[i] += grad[i, j]
-            off_diagonal_sums[j] += grad[i, j]
-        off_diagonal_sums[i] -= 2.0 * grad[i, i]
+    symmetric = symmetric_sum(grad)
+    off_diagonal_sums = symmetric.sum(axis=1) - np.diag(symmetric)
     out = np.empty(values.size)
     for p in range(values.size):
         out[p] = off_diagonal_sums[row_index[p]] * values[p]
@@ -230,8 +225,7 @@ def _sparse_backward(values, col_ptr, row_index, grad):
             vi = values[p]
             total = 0.0
             for q in range(p + 1, col_ptr[cols[p] + 1]):
-                j = row_index[q]
-                s_ij = grad[i, j] + grad[j, i]
+                s_ij = symmetric[i, row_index[q]]
                 total += s_ij * values[q]
                 out[q] -= s_ij * vi
             out[p] -= total

@@ -29,6 +29,23 @@ SPARSE_FILL_THRESHOLD = 0.1
 
 _EMBEDDINGS = ("auto", "dense", "sparse")
 
+#: A radius prior with more than this mass below the smallest or above the largest training
+#: distance gets a warning (``sle_priors`` puts 2.5 % on either side).
+_DEGENERATE_PRIOR_MASS = 0.1
+
+
+def _prior_mass_outside(radius, low: float, high: float) -> tuple[float, float] | None:
+    """Prior probability of ``radius < low`` and ``radius > high`` (the largest over a vector);
+    ``None`` when ``radius`` is not a random variable with a CDF (e.g. a Deterministic)."""
+    import pymc as pm
+
+    try:
+        below = np.exp(pm.logcdf(radius, low).eval())
+        above = -np.expm1(pm.logcdf(radius, high).eval())
+    except (NotImplementedError, TypeError, ValueError, AttributeError):
+        return None
+    return float(np.max(below)), float(np.max(above))
+
 
 def _is_random(value) -> bool:
     return isinstance(value, Variable) and constant_value(value) is None
@@ -184,6 +201,7 @@ class SLE(LandmarkCovariance):
                 "embedding='sparse' needs a bounded radius: pass `radius_max`, a fixed `radius`, "
                 "or a radius prior with a constant upper bound (pm.Uniform, pm.Truncated)"
             )
+        self._radius_prior = radius if _is_random(radius) else None
         if self.radius_max is not None and _is_random(radius):
             self.radius = pt.minimum(self.radius, self.radius_max)
 
@@ -224,7 +242,39 @@ class SLE(LandmarkCovariance):
             return None
         return SparsePattern(block < self.radius_max)
 
+    def _warn_about_radius_prior(self, X) -> None:
+        """Once, for a concrete training ``X`` and a radius prior: warn when the prior puts much
+        mass where the embedding degenerates (``docs/hyperposterior.md``): below the smallest
+        training distance every embedding is one-hot and the likelihood is flat in the radius;
+        far above the largest the kernel depends on ``radius**2 * ls`` only (a ridge)."""
+        block = self._landmark_distances(X)
+        radius, self._radius_prior = self._radius_prior, None
+        if radius is None or block is None or not (block > 0).any():
+            return
+        low, high = float(block[block > 0].min()), float(block.max())
+        mass = _prior_mass_outside(radius, low, high)
+        if mass is None:
+            return
+        where = [
+            f"{100 * m:.0f} % below the smallest training distance {low:.4g} (every embedding "
+            "one-hot, the likelihood flat in the radius)"
+            if side == "below"
+            else f"{100 * m:.0f} % above the largest training distance {high:.4g} (the kernel "
+            "depends on radius**2 * ls only: a ridge)"
+            for side, m in zip(("below", "above"), mass, strict=True)
+            if m > _DEGENERATE_PRIOR_MASS
+        ]
+        if where:
+            warnings.warn(
+                f"The `radius` prior puts {' and '.join(where)}; NUTS chains wander or stick "
+                "there. Use pymc_sle.priors.sle_priors, or a prior with most of its mass between "
+                "those distances (pymc_sle.priors.lognormal_between).",
+                UserWarning,
+                stacklevel=4,
+            )
+
     def _training_squared_distances(self, X, rows):
+        self._warn_about_radius_prior(X)
         pattern = None if self.embedding == "dense" else self.sparse_pattern(X)
         if self.embedding == "sparse" and pattern is None:
             raise ValueError(
