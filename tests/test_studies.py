@@ -109,11 +109,16 @@ def test_hyperposterior_quick(run_study, sphere):
     out = run_study("hyperposterior", "--teddy-mesh", sphere, "--bunny-mesh", sphere, "--nuts")
     stats = json.loads((out / "hyperposterior.json").read_text())
     assert set(stats) == {"Teddy, n = 40", "1-D, n = 20", "Bunny, n = 40",
-                          "SAXS (exact W2), n = 40"}  # fmt: skip
+                          "SAXS (exact W2), n = 40", "Strings (edit distance), n = 30"}  # fmt: skip
     for splits in stats.values():
         (split,) = splits
         masses = [mode["mass"] for mode in split["modes"]]
         assert masses and min(masses) >= 0.01 and sum(masses) <= 1.0 + 1e-9
         assert len(split["nuts_chain_radius_medians"]) == 4
         assert split["nearest_neighbour"] > 0
-    assert len(rows(out / "hyperposterior.csv")) == 4
+    assert len(rows(out / "hyperposterior.csv")) == 5
+    # a second run of one problem keeps the others' results
+    run_study("hyperposterior", "--problems", "one_d", "--figure", "one_d.png")
+    again = json.loads((out / "hyperposterior.json").read_text())
+    assert set(again) == set(stats) and (out / "one_d.png").exists()
+    assert len(rows(out / "hyperposterior.csv")) == 5

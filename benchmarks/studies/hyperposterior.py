@@ -15,8 +15,11 @@ first split of each problem, and each chain's radius draws are drawn over the gr
 where chains get stuck.
 
 Problems (the paper reproduction's data and splits): Teddy (Matern-5/2 GP draw, n = 200 and 400,
-Matern-5/2 inner), 1-D (n = 50, Matern-3/2), the bunny's geodesic sine (n = 400, Matern-3/2) and
-SAXS images with exact W2 (n = 250, Matern-5/2; the W2 matrix is cached under ``--cache``).
+Matern-5/2 inner), 1-D (n = 50, Matern-3/2), the bunny's geodesic sine (n = 400, Matern-3/2),
+SAXS images with exact W2 (n = 250, Matern-5/2; the W2 matrix is cached under ``--cache``) and
+evolving sequences with the edit distance (n = 200, Matern-3/2; ``benchmarks.nuts_convergence``'s
+string benchmark). ``--problems`` recomputes some of them and keeps the others' results, so the
+study runs in pieces; each run draws its own ``--figure``.
 
 Run:  `python -m benchmarks.studies.hyperposterior [--quick] [--nuts] [--problems teddy one_d]`
 """
@@ -24,6 +27,7 @@ Run:  `python -m benchmarks.studies.hyperposterior [--quick] [--nuts] [--problem
 from __future__ import annotations
 
 import csv
+import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +107,14 @@ def saxs_cases(quick: bool, n_splits: int, cache: Path) -> list[Case]:
     sizes = (40,) if quick else (250,)
     problem = saxs.problem(quick, cache)
     return _cases_from(problem, "W2", "matern52", sizes, n_splits, "SAXS (exact W2)")
+
+
+def strings_cases(quick: bool, n_splits: int, cache: Path) -> list[Case]:
+    from benchmarks.nuts_convergence import strings_problem
+
+    sizes = (30,) if quick else (200,)
+    problem = strings_problem(quick, cache)
+    return _cases_from(problem, "edit", "matern32", sizes, n_splits, "Strings (edit distance)")
 
 
 def sample_readme_recipe(D: np.ndarray, y: np.ndarray, inner: str, draws: int, start: str):
@@ -224,12 +236,41 @@ def figure(panels: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+PROBLEMS = ("teddy", "one_d", "bunny", "saxs", "strings")
+
+
+def _merge_with_earlier(out: Path, rows: list, payload: dict, nuts_rows: list):
+    """Results of problems not run now are kept from the files of an earlier run, so the study
+    can be run in pieces (``--problems``)."""
+    json_path, csv_path, md_path = (out / f"hyperposterior.{x}" for x in ("json", "csv", "md"))
+    if not (json_path.exists() and csv_path.exists()):
+        return rows, payload, nuts_rows
+    earlier = json.loads(json_path.read_text())
+    with csv_path.open() as handle:
+        earlier_rows = list(csv.reader(handle))[1:]
+    kept = [r for r in earlier_rows if r[0] not in payload]
+    merged = {k: v for k, v in earlier.items() if k not in payload} | payload
+    earlier_nuts = []
+    if md_path.exists():  # the NUTS table is only in the markdown
+        lines = md_path.read_text().split("| problem | start |")[1:]
+        for line in lines[0].splitlines()[2:] if lines else []:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 7 and cells[0] not in payload:
+                earlier_nuts.append(cells)
+    return kept + rows, merged, earlier_nuts + nuts_rows
+
+
 def main(argv=None) -> None:
     p = parser(__doc__.splitlines()[0], draws=3)
     p.add_argument("--teddy-mesh", type=Path, default=SHARED_DATA / "teddy.obj")
     p.add_argument("--bunny-mesh", type=Path, default=SHARED_DATA / "stanford-bunny.obj")
-    p.add_argument("--problems", nargs="+", default=["teddy", "one_d", "bunny", "saxs"],
-                   choices=["teddy", "one_d", "bunny", "saxs"])  # fmt: skip
+    p.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS),
+                   help="problems to (re)compute; the others' results are kept")  # fmt: skip
+    p.add_argument(
+        "--figure",
+        default="hyperposterior.png",
+        help="file name of this run's figure (one row of panels per problem run)",
+    )
     p.add_argument("--nuts", action="store_true", help="also sample the README recipe")
     p.add_argument("--nuts-max-n", type=int, default=200, help="sample only cases this small")
     args = p.parse_args(argv)
@@ -240,6 +281,7 @@ def main(argv=None) -> None:
         "one_d": lambda: one_d_cases(args.quick, n_splits),
         "bunny": lambda: bunny_cases(args.bunny_mesh, args.quick, n_splits),
         "saxs": lambda: saxs_cases(args.quick, n_splits, args.cache),
+        "strings": lambda: strings_cases(args.quick, n_splits, args.cache),
     }
     rows, nuts_rows, payload, panels = [], [], {}, []
     for name in args.problems:
@@ -288,6 +330,7 @@ def main(argv=None) -> None:
     header = ["problem", "split", "radius basins", "modes (mass)", "median radius",
               "smallest distance", "mass below it (%)", "profile max: radius", "profile max: ls",
               "NUTS chain medians"]  # fmt: skip
+    rows, payload, nuts_rows = _merge_with_earlier(args.out, rows, payload, nuts_rows)
     with open(args.out / "hyperposterior.csv", "w", newline="") as handle:
         csv.writer(handle).writerows([header, *rows])
     write_json(args.out / "hyperposterior.json", payload)
@@ -317,7 +360,7 @@ def main(argv=None) -> None:
             ),
         ],
     )
-    figure(panels, args.out / "hyperposterior.png")
+    figure(panels, args.out / args.figure)
     print((args.out / "hyperposterior.md").read_text())
 
 
