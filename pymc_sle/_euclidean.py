@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["squared_euclidean"]
+__all__ = ["CANCELLATION", "squared_euclidean"]
 
 #: Entries below this fraction of ``|a_i|^2 + |b_j|^2`` lost most of their digits to cancellation
 #: in the expansion and are recomputed from differences.
-_CANCELLATION = 1e-6
+CANCELLATION = 1e-6
 
 
 def squared_euclidean(a, b=None) -> np.ndarray:
     r""":math:`\lVert a_i - b_j \rVert^2` for the rows of ``a`` (n, d) and ``b`` (n', d).
 
     The bulk comes from the expansion :math:`\lVert a_i \rVert^2 + \lVert b_j \rVert^2 - 2 a_i
-    \cdot b_j` (one matrix product); the entries where that expansion cancels -- nearly equal
-    rows -- are recomputed as :math:`\sum_k (a_{ik} - b_{jk})^2`, so every entry is non-negative
-    and accurate to rounding, and equal rows give exactly 0. ``b=None`` means ``b = a``.
+    \cdot b_j` (one matrix product, after subtracting the column means of ``a`` from both); the
+    entries where that expansion cancels -- nearly equal rows -- are recomputed as
+    :math:`\sum_k (a_{ik} - b_{jk})^2`, so every entry is non-negative and accurate to rounding,
+    and equal rows give exactly 0. ``b=None`` means ``b = a``.
 
     Examples
     --------
@@ -36,11 +37,13 @@ def squared_euclidean(a, b=None) -> np.ndarray:
             f"`a` and `b` must be 2-D with the same number of columns, but have shapes {a.shape} "
             f"and {b.shape}"
         )
+    shift = a.mean(axis=0) if a.shape[0] else 0.0
+    a, b = a - shift, b - shift
     norms_a = np.einsum("ij,ij->i", a, a)
-    norms_b = norms_a if b is a else np.einsum("ij,ij->i", b, b)
+    norms_b = np.einsum("ij,ij->i", b, b)
     scale = norms_a[:, None] + norms_b[None, :]
     squared = scale - 2.0 * (a @ b.T)
-    rows, cols = np.nonzero(squared <= _CANCELLATION * scale)
+    rows, cols = np.nonzero(squared <= CANCELLATION * scale)
     if rows.size:
         squared[rows, cols] = np.einsum("ij,ij->i", a[rows] - b[cols], a[rows] - b[cols])
     return squared

@@ -15,6 +15,9 @@ and :math:`s = S\mathbf 1`,
     \frac{\partial L}{\partial \Phi} = 2\left(\operatorname{diag}(s)\,\Phi - S\,\Phi\right),
 
 one :math:`n^2 m` product, where differentiating ``dot(phi, phi.T)`` generically costs two.
+Every forward computes :math:`\Delta` so that it is non-negative and accurate where embeddings
+nearly coincide (column means subtracted, cancelled entries recomputed from differences; see
+:mod:`pymc_sle.kernels._embedding_loops`), so the kernel matrix is PSD in floating point too.
 
 **Dense** (:func:`dense_squared_distances`): one ``phi @ phi.T`` forward (numba kernel on the C
 and NUMBA backends, ``jax.numpy`` on JAX) whose gradient is that expression in PyTensor ops.
@@ -47,7 +50,16 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import numba_funcify
 
-from pymc_sle._lapack import gram_upper, mirror_upper_inplace, symmetric_sum
+from pymc_sle._euclidean import CANCELLATION
+from pymc_sle._lapack import symmetric_sum
+from pymc_sle.kernels._embedding_loops import (
+    cross_forward,
+    dense_forward,
+    scatter_columns,
+    sparse_backward,
+    sparse_forward,
+    support_of,
+)
 
 __all__ = [
     "SparsePattern",
@@ -56,24 +68,6 @@ __all__ = [
     "sparse_squared_distances",
     "support_squared_distances",
 ]
-
-
-@numba.njit(cache=True)
-def _finish_row(out, norms, i):
-    """Turn row ``i``'s upper part from ``(phi phi^T)_ij`` into ``Delta_ij``; ``Delta_ii = 0``."""
-    out[i, i] = 0.0
-    for j in range(i + 1, out.shape[0]):
-        out[i, j] = norms[i] + norms[j] - 2.0 * out[i, j]
-
-
-@numba.njit(cache=True)
-def _dense_forward(phi):
-    out = gram_upper(phi)  # dsyrk: half the flops of phi @ phi.T, which numba runs as a gemm
-    norms = np.diag(out).copy()
-    for i in range(out.shape[0]):
-        _finish_row(out, norms, i)
-    mirror_upper_inplace(out)
-    return out
 
 
 class _DenseSquaredDistances(Op):
@@ -89,7 +83,7 @@ class _DenseSquaredDistances(Op):
         return Apply(self, [phi], [pt.tensor(dtype="float64", shape=(n, n))])
 
     def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = _dense_forward(np.ascontiguousarray(inputs[0]))
+        output_storage[0][0] = dense_forward(np.ascontiguousarray(inputs[0]))
 
     def infer_shape(self, fgraph, node, input_shapes):
         n = input_shapes[0][0]
@@ -97,15 +91,22 @@ class _DenseSquaredDistances(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         (phi,), (grad,) = inputs, output_grads
-        symmetric = grad + grad.T
-        return [2.0 * (symmetric.sum(axis=1)[:, None] * phi - pt.dot(symmetric, phi))]
+        return [_dense_gradient(phi, grad)]
+
+
+def _dense_gradient(phi, grad):
+    """The module's gradient formula, on the centred ``phi`` (the same value: :math:`s = S1`
+    cancels a common shift), where the two terms cancel less."""
+    centred = phi - phi.mean(axis=0)
+    symmetric = grad + grad.T
+    return 2.0 * (symmetric.sum(axis=1)[:, None] * centred - pt.dot(symmetric, centred))
 
 
 @numba_funcify.register(_DenseSquaredDistances)
 def _numba_dense_forward(op, node=None, **kwargs):
     @numba.njit
     def dense_squared_distances(phi):
-        return _dense_forward(np.ascontiguousarray(phi))
+        return dense_forward(np.ascontiguousarray(phi))
 
     return dense_squared_distances
 
@@ -115,12 +116,50 @@ def dense_squared_distances(phi) -> pt.TensorVariable:
     return _DenseSquaredDistances()(phi)
 
 
+class _CrossSquaredDistances(Op):
+    """``(phi, phi_other) -> Delta`` between the rows of two embeddings."""
+
+    __props__ = ()
+
+    def make_node(self, phi, phi_other):
+        inputs = [pt.cast(pt.as_tensor_variable(v), "float64") for v in (phi, phi_other)]
+        for name, value in zip(("phi", "phi_other"), inputs, strict=True):
+            if value.type.ndim != 2:
+                raise ValueError(f"`{name}` must be 2-D, but has ndim {value.type.ndim}")
+        shape = (inputs[0].type.shape[0], inputs[1].type.shape[0])
+        return Apply(self, inputs, [pt.tensor(dtype="float64", shape=shape)])
+
+    def perform(self, node, inputs, output_storage):
+        phi, phi_other = (np.ascontiguousarray(v) for v in inputs)
+        output_storage[0][0] = cross_forward(phi, phi_other)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [(input_shapes[0][0], input_shapes[1][0])]
+
+    def L_op(self, inputs, outputs, output_grads):
+        # Delta_ij = |a_i - b_j|^2: dL/da_i = 2 sum_j G_ij (a_i - b_j), and likewise for b.
+        (phi, phi_other), (grad,) = inputs, output_grads
+        shift = phi.mean(axis=0)
+        a, b = phi - shift, phi_other - shift
+        return [
+            2.0 * (grad.sum(axis=1)[:, None] * a - pt.dot(grad, b)),
+            2.0 * (grad.sum(axis=0)[:, None] * b - pt.dot(grad.T, a)),
+        ]
+
+
+@numba_funcify.register(_CrossSquaredDistances)
+def _numba_cross_forward(op, node=None, **kwargs):
+    @numba.njit
+    def cross_squared_distances(phi, phi_other):
+        return cross_forward(np.ascontiguousarray(phi), np.ascontiguousarray(phi_other))
+
+    return cross_squared_distances
+
+
 def cross_squared_distances(phi, phi_other) -> pt.TensorVariable:
-    r""":math:`\lVert \phi_i - \phi'_j \rVert^2` between the rows of two embeddings, in PyTensor
-    ops (prediction-time cross-covariances: no gradient is needed on a hot path)."""
-    norms = pt.sum(pt.square(phi), axis=1)
-    norms_other = pt.sum(pt.square(phi_other), axis=1)
-    return norms[:, None] + norms_other[None, :] - 2.0 * pt.dot(phi, phi_other.T)
+    r""":math:`\lVert \phi_i - \phi'_j \rVert^2` between the rows of two embeddings (prediction
+    cross-covariances); exactly 0 for equal rows."""
+    return _CrossSquaredDistances()(phi, phi_other)
 
 
 class SparsePattern:
@@ -164,74 +203,6 @@ class SparsePattern:
         return np.ascontiguousarray(block[self.row_index, self.col_index])
 
 
-@numba.njit(cache=True)
-def _by_row(col_ptr, row_index, n):
-    """Row view of a CSC pattern: row ``i``'s entries are ``entries[row_ptr[i]:row_ptr[i + 1]]``
-    (positions in CSC storage, by increasing column); ``cols[p]`` is entry ``p``'s column."""
-    row_ptr = np.zeros(n + 1, dtype=np.int64)
-    for p in range(row_index.size):
-        row_ptr[row_index[p] + 1] += 1
-    for i in range(n):
-        row_ptr[i + 1] += row_ptr[i]
-    cursor = row_ptr[:-1].copy()
-    entries = np.empty(row_index.size, dtype=np.int64)
-    cols = np.empty(row_index.size, dtype=np.int64)
-    for k in range(col_ptr.size - 1):
-        for p in range(col_ptr[k], col_ptr[k + 1]):
-            i = row_index[p]
-            entries[cursor[i]] = p
-            cursor[i] += 1
-            cols[p] = k
-    return row_ptr, entries, cols
-
-
-# Both kernels run row by row (Gustavson's order): every update of row i touches row i of an
-# n x n matrix only, which stays in cache, where a column-by-column loop jumps between rows.
-
-
-@numba.njit(cache=True)
-def _sparse_forward(values, col_ptr, row_index, n):
-    row_ptr, entries, cols = _by_row(col_ptr, row_index, n)
-    out = np.zeros((n, n))
-    norms = np.zeros(n)
-    for p in range(values.size):
-        norms[row_index[p]] += values[p] * values[p]
-    for i in range(n):
-        for t in range(row_ptr[i], row_ptr[i + 1]):
-            p = entries[t]
-            vi = values[p]
-            # Rows are sorted within a column: entries after p have rows j > i (upper triangle).
-            for q in range(p + 1, col_ptr[cols[p] + 1]):
-                out[i, row_index[q]] += vi * values[q]
-        _finish_row(out, norms, i)
-    mirror_upper_inplace(out)
-    return out
-
-
-@numba.njit(cache=True)
-def _sparse_backward(values, col_ptr, row_index, grad):
-    # out[p] = 2 (s_i v_p - sum_{q in column k} S_ij v_q) for entry p = (i, k), q = (j, k). Each
-    # unordered pair {p, q} of a column is visited once, from the row of the smaller index.
-    n = grad.shape[0]
-    row_ptr, entries, cols = _by_row(col_ptr, row_index, n)
-    symmetric = symmetric_sum(grad)
-    off_diagonal_sums = symmetric.sum(axis=1) - np.diag(symmetric)
-    out = np.empty(values.size)
-    for p in range(values.size):
-        out[p] = off_diagonal_sums[row_index[p]] * values[p]
-    for i in range(n):
-        for t in range(row_ptr[i], row_ptr[i + 1]):
-            p = entries[t]
-            vi = values[p]
-            total = 0.0
-            for q in range(p + 1, col_ptr[cols[p] + 1]):
-                s_ij = symmetric[i, row_index[q]]
-                total += s_ij * values[q]
-                out[q] -= s_ij * vi
-            out[p] -= total
-    return 2.0 * out
-
-
 class _SparseSquaredDistances(Op):
     """``(values, col_ptr, row_index) -> Delta`` for an embedding of ``n_rows`` stored by column."""
 
@@ -250,7 +221,7 @@ class _SparseSquaredDistances(Op):
         return Apply(self, inputs, [output])
 
     def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = _sparse_forward(*inputs, self.n_rows)
+        output_storage[0][0] = sparse_forward(*inputs, self.n_rows)
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [(self.n_rows, self.n_rows)]
@@ -273,7 +244,7 @@ class _SparseSquaredDistancesGrad(Op):
 
     def perform(self, node, inputs, output_storage):
         values, col_ptr, row_index, grad = inputs
-        output_storage[0][0] = _sparse_backward(
+        output_storage[0][0] = sparse_backward(
             values, col_ptr, row_index, np.ascontiguousarray(grad)
         )
 
@@ -287,7 +258,7 @@ def _numba_sparse_forward(op, node=None, **kwargs):
 
     @numba.njit
     def sparse_squared_distances(values, col_ptr, row_index):
-        return _sparse_forward(values, col_ptr, row_index, n_rows)
+        return sparse_forward(values, col_ptr, row_index, n_rows)
 
     return sparse_squared_distances
 
@@ -296,7 +267,7 @@ def _numba_sparse_forward(op, node=None, **kwargs):
 def _numba_sparse_backward(op, node=None, **kwargs):
     @numba.njit
     def sparse_squared_distances_grad(values, col_ptr, row_index, grad):
-        return _sparse_backward(values, col_ptr, row_index, grad)
+        return sparse_backward(values, col_ptr, row_index, grad)
 
     return sparse_squared_distances_grad
 
@@ -313,49 +284,22 @@ def sparse_squared_distances(values, pattern: SparsePattern) -> pt.TensorVariabl
 
 
 @numba.njit(cache=True)
-def _support_of(phi):
-    """The non-zeros of a C-contiguous ``(n, m)`` ``phi`` in CSC storage (rows increasing within
-    a column): ``(values, col_ptr, row_index)``. Two passes along rows, cache-friendly."""
-    n, m = phi.shape
-    col_ptr = np.zeros(m + 1, dtype=np.int64)
-    for i in range(n):
-        for k in range(m):
-            if phi[i, k] != 0.0:
-                col_ptr[k + 1] += 1
-    for k in range(m):
-        col_ptr[k + 1] += col_ptr[k]
-    cursor = col_ptr[:-1].copy()
-    values = np.empty(col_ptr[m])
-    row_index = np.empty(col_ptr[m], dtype=np.int64)
-    for i in range(n):
-        for k in range(m):
-            if phi[i, k] != 0.0:
-                values[cursor[k]] = phi[i, k]
-                row_index[cursor[k]] = i
-                cursor[k] += 1
-    return values, col_ptr, row_index
-
-
-@numba.njit(cache=True)
 def _support_forward(phi, max_fill):
-    values, col_ptr, row_index = _support_of(phi)
+    values, col_ptr, row_index = support_of(phi)
     if values.size > max_fill * phi.size:
-        return _dense_forward(phi)
-    return _sparse_forward(values, col_ptr, row_index, phi.shape[0])
+        return dense_forward(phi)
+    return sparse_forward(values, col_ptr, row_index, phi.shape[0])
 
 
 @numba.njit(cache=True)
 def _support_backward(phi, grad, max_fill):
-    values, col_ptr, row_index = _support_of(phi)
+    values, col_ptr, row_index = support_of(phi)
     if values.size > max_fill * phi.size:
         symmetric = symmetric_sum(np.ascontiguousarray(grad))
-        return 2.0 * (symmetric.sum(axis=1).reshape((-1, 1)) * phi - np.dot(symmetric, phi))
-    on_support = _sparse_backward(values, col_ptr, row_index, grad)
-    out = np.zeros(phi.shape)
-    for k in range(phi.shape[1]):
-        for p in range(col_ptr[k], col_ptr[k + 1]):
-            out[row_index[p], k] = on_support[p]
-    return out
+        centred = phi - phi.sum(axis=0) / phi.shape[0]  # as _dense_gradient
+        return 2.0 * (symmetric.sum(axis=1).reshape((-1, 1)) * centred - np.dot(symmetric, centred))
+    on_support = sparse_backward(values, col_ptr, row_index, grad)
+    return scatter_columns(on_support, col_ptr, row_index, phi.shape)
 
 
 class _SupportSquaredDistances(Op):
@@ -437,6 +381,7 @@ def support_squared_distances(phi, max_fill: float) -> pt.TensorVariable:
 
 def _register_jax() -> None:
     try:
+        import jax
         import jax.numpy as jnp
         from pytensor.link.jax.dispatch import jax_funcify
     except ImportError:  # JAX is optional
@@ -448,24 +393,50 @@ def _register_jax() -> None:
         col_ptr = node.inputs[1].data
         return col_ptr.size - 1, np.repeat(np.arange(col_ptr.size - 1), np.diff(col_ptr))
 
+    def accurate_squared_distances(phi, phi_other, symmetric: bool):
+        # As the numba loops: centre, expand, recompute the cancelled entries from differences
+        # (row by row, and only when there are any).
+        shift = phi.mean(axis=0)
+        a, b = phi - shift, phi_other - shift
+        norms_a, norms_b = jnp.sum(a * a, axis=1), jnp.sum(b * b, axis=1)
+        scale = norms_a[:, None] + norms_b[None, :]
+        out = scale - 2.0 * (a @ b.T)
+        cancelled = out <= CANCELLATION * scale
+        if symmetric:
+            cancelled = cancelled & ~jnp.eye(out.shape[0], dtype=bool)
+
+        def refine(out):
+            direct = jax.lax.map(lambda row: jnp.sum(jnp.square(row - b), axis=1), a)
+            return jnp.where(cancelled, direct, out)
+
+        out = jax.lax.cond(jnp.any(cancelled), refine, lambda out: out, out)
+        if symmetric:
+            out = out.at[jnp.diag_indices(out.shape[0])].set(0.0)
+        return out
+
     def squared_distances(phi):
-        gram = phi @ phi.T
-        norms = jnp.diagonal(gram)
-        out = norms[:, None] + norms[None, :] - 2.0 * gram
-        return out.at[jnp.diag_indices(gram.shape[0])].set(0.0)
+        return accurate_squared_distances(phi, phi, symmetric=True)
+
+    def dense_gradient(phi, grad):
+        centred = phi - phi.mean(axis=0)
+        symmetric = grad + grad.T
+        return 2.0 * (symmetric.sum(axis=1)[:, None] * centred - symmetric @ centred)
 
     @jax_funcify.register(_DenseSquaredDistances)
     @jax_funcify.register(_SupportSquaredDistances)
     def _jax_dense(op, node=None, **kwargs):
         return squared_distances
 
+    @jax_funcify.register(_CrossSquaredDistances)
+    def _jax_cross(op, node=None, **kwargs):
+        def cross_squared_distances(phi, phi_other):
+            return accurate_squared_distances(phi, phi_other, symmetric=False)
+
+        return cross_squared_distances
+
     @jax_funcify.register(_SupportSquaredDistancesGrad)
     def _jax_support_backward(op, node=None, **kwargs):
-        def backward(phi, grad):  # exact dense gradient (the Op's sparse branch is C/NUMBA only)
-            symmetric = grad + grad.T
-            return 2.0 * (symmetric.sum(axis=1)[:, None] * phi - symmetric @ phi)
-
-        return backward
+        return dense_gradient  # exact (the Op's sparse branch is C/NUMBA only)
 
     @jax_funcify.register(_SparseSquaredDistances)
     def _jax_forward(op, node=None, **kwargs):
@@ -484,9 +455,7 @@ def _register_jax() -> None:
 
         def backward(values, col_ptr, row_index, grad):
             phi = jnp.zeros((grad.shape[0], m), dtype=values.dtype).at[row_index, cols].set(values)
-            symmetric = grad + grad.T
-            full = 2.0 * (symmetric.sum(axis=1)[:, None] * phi - symmetric @ phi)
-            return full[row_index, cols]
+            return dense_gradient(phi, grad)[row_index, cols]
 
         return backward
 

@@ -1,0 +1,226 @@
+r"""The numba loops behind :mod:`pymc_sle.kernels._embedding_ops`: squared distances between the
+rows of embeddings, dense, sparse (stored by column) and across two embeddings, and their
+gradients.
+
+**Accuracy.** The bulk of :math:`\Delta_{ij} = \lVert \phi_i - \phi_j \rVert^2` comes from the
+expansion :math:`\nu_i + \nu_j - 2\,\phi_i \cdot \phi_j` (one matrix product), which loses its
+digits to cancellation when the rows nearly coincide: its absolute error is a few
+:math:`\varepsilon (\nu_i + \nu_j)`, so an entry of :math:`10^{-18}` next to norms of 1 can come
+out as :math:`-10^{-16}`, and a kernel with a short length scale turns that into a Gram matrix
+with negative eigenvalues. Two cheap measures make every entry non-negative and accurate to
+rounding:
+
+- the dense kernels subtract the column means first (:math:`\Delta` does not change under a
+  common shift; the norms, and with them the cancellation, shrink wherever the rows are close to
+  each other, e.g. for a radius much larger than the distances);
+- every entry of the expansion below ``CANCELLATION`` :math:`(\nu_i + \nu_j)` is recomputed from
+  differences, :math:`\sum_k (\phi_{ik} - \phi_{jk})^2` -- on the sparse path over the union of
+  the two rows' supports. Such entries are rare except for near-duplicate embeddings, so the cost
+  is a scan of the :math:`n^2` entries the expansion visits anyway.
+
+An entry kept from the expansion has relative error below about :math:`m \varepsilon /`
+``CANCELLATION``; a recomputed one, a few :math:`m \varepsilon`. Equal rows give exactly 0.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from pymc_sle._euclidean import CANCELLATION
+from pymc_sle._lapack import gram_upper, mirror_upper_inplace, symmetric_sum
+
+__all__ = [
+    "by_row",
+    "cross_forward",
+    "dense_forward",
+    "scatter_columns",
+    "sparse_backward",
+    "sparse_forward",
+    "support_of",
+]
+
+
+@numba.njit(cache=True)
+def _direct(a, i, b, j):
+    """``sum_k (a[i, k] - b[j, k])**2``."""
+    total = 0.0
+    for k in range(a.shape[1]):
+        difference = a[i, k] - b[j, k]
+        total += difference * difference
+    return total
+
+
+@numba.njit(cache=True)
+def _centred(phi):
+    """``phi`` minus its column means, C-contiguous."""
+    return np.ascontiguousarray(phi - phi.sum(axis=0) / max(phi.shape[0], 1))
+
+
+@numba.njit(cache=True)
+def dense_forward(phi):
+    """Squared distances between the rows of a dense ``(n, m)`` ``phi``; diagonal exactly 0."""
+    centred = _centred(phi)
+    out = gram_upper(centred)  # dsyrk: half the flops of a gemm
+    norms = np.diag(out).copy()
+    for i in range(out.shape[0]):
+        out[i, i] = 0.0
+        for j in range(i + 1, out.shape[0]):
+            scale = norms[i] + norms[j]
+            value = scale - 2.0 * out[i, j]
+            out[i, j] = _direct(centred, i, centred, j) if value <= CANCELLATION * scale else value
+    mirror_upper_inplace(out)
+    return out
+
+
+@numba.njit(cache=True)
+def cross_forward(phi, phi_other):
+    """Squared distances between the rows of ``phi`` (n, m) and of ``phi_other`` (n', m)."""
+    shift = phi.sum(axis=0) / max(phi.shape[0], 1)
+    a = np.ascontiguousarray(phi - shift)
+    b = np.ascontiguousarray(phi_other - shift)
+    out = np.dot(a, b.T)
+    norms_a = (a * a).sum(axis=1)
+    norms_b = (b * b).sum(axis=1)
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            scale = norms_a[i] + norms_b[j]
+            value = scale - 2.0 * out[i, j]
+            out[i, j] = _direct(a, i, b, j) if value <= CANCELLATION * scale else value
+    return out
+
+
+@numba.njit(cache=True)
+def by_row(col_ptr, row_index, n):
+    """Row view of a CSC pattern: row ``i``'s entries are ``entries[row_ptr[i]:row_ptr[i + 1]]``
+    (positions in CSC storage, by increasing column); ``cols[p]`` is entry ``p``'s column."""
+    row_ptr = np.zeros(n + 1, dtype=np.int64)
+    for p in range(row_index.size):
+        row_ptr[row_index[p] + 1] += 1
+    for i in range(n):
+        row_ptr[i + 1] += row_ptr[i]
+    cursor = row_ptr[:-1].copy()
+    entries = np.empty(row_index.size, dtype=np.int64)
+    cols = np.empty(row_index.size, dtype=np.int64)
+    for k in range(col_ptr.size - 1):
+        for p in range(col_ptr[k], col_ptr[k + 1]):
+            i = row_index[p]
+            entries[cursor[i]] = p
+            cursor[i] += 1
+            cols[p] = k
+    return row_ptr, entries, cols
+
+
+@numba.njit(cache=True)
+def _sparse_direct(values, row_ptr, entries, cols, i, j):
+    """``sum_k (phi_ik - phi_jk)**2`` by merging the two rows' supports (sorted by column)."""
+    s, s_end, t, t_end = row_ptr[i], row_ptr[i + 1], row_ptr[j], row_ptr[j + 1]
+    total = 0.0
+    while s < s_end or t < t_end:
+        col_i = cols[entries[s]] if s < s_end else -1
+        col_j = cols[entries[t]] if t < t_end else -1
+        if col_j < 0 or (0 <= col_i < col_j):
+            difference = values[entries[s]]
+            s += 1
+        elif col_i < 0 or col_j < col_i:
+            difference = values[entries[t]]
+            t += 1
+        else:
+            difference = values[entries[s]] - values[entries[t]]
+            s += 1
+            t += 1
+        total += difference * difference
+    return total
+
+
+# Both kernels run row by row (Gustavson's order): every update of row i touches row i of an
+# n x n matrix only, which stays in cache, where a column-by-column loop jumps between rows.
+
+
+@numba.njit(cache=True)
+def sparse_forward(values, col_ptr, row_index, n):
+    """Squared distances between the ``n`` rows of an embedding stored by column (CSC)."""
+    row_ptr, entries, cols = by_row(col_ptr, row_index, n)
+    out = np.zeros((n, n))
+    norms = np.zeros(n)
+    for p in range(values.size):
+        norms[row_index[p]] += values[p] * values[p]
+    for i in range(n):
+        for t in range(row_ptr[i], row_ptr[i + 1]):
+            p = entries[t]
+            vi = values[p]
+            # Rows are sorted within a column: entries after p have rows j > i (upper triangle).
+            for q in range(p + 1, col_ptr[cols[p] + 1]):
+                out[i, row_index[q]] += vi * values[q]
+        out[i, i] = 0.0
+        for j in range(i + 1, n):
+            if out[i, j] == 0.0:  # disjoint supports: nothing cancels
+                out[i, j] = norms[i] + norms[j]
+                continue
+            scale = norms[i] + norms[j]
+            value = scale - 2.0 * out[i, j]
+            if value <= CANCELLATION * scale:
+                value = _sparse_direct(values, row_ptr, entries, cols, i, j)
+            out[i, j] = value
+    mirror_upper_inplace(out)
+    return out
+
+
+@numba.njit(cache=True)
+def sparse_backward(values, col_ptr, row_index, grad):
+    """Gradient with respect to the stored values, given ``grad`` with respect to the output of
+    :func:`sparse_forward`."""
+    # out[p] = 2 (s_i v_p - sum_{q in column k} S_ij v_q) for entry p = (i, k), q = (j, k). Each
+    # unordered pair {p, q} of a column is visited once, from the row of the smaller index.
+    n = grad.shape[0]
+    row_ptr, entries, cols = by_row(col_ptr, row_index, n)
+    symmetric = symmetric_sum(grad)
+    off_diagonal_sums = symmetric.sum(axis=1) - np.diag(symmetric)
+    out = np.empty(values.size)
+    for p in range(values.size):
+        out[p] = off_diagonal_sums[row_index[p]] * values[p]
+    for i in range(n):
+        for t in range(row_ptr[i], row_ptr[i + 1]):
+            p = entries[t]
+            vi = values[p]
+            total = 0.0
+            for q in range(p + 1, col_ptr[cols[p] + 1]):
+                s_ij = symmetric[i, row_index[q]]
+                total += s_ij * values[q]
+                out[q] -= s_ij * vi
+            out[p] -= total
+    return 2.0 * out
+
+
+@numba.njit(cache=True)
+def support_of(phi):
+    """The non-zeros of a C-contiguous ``(n, m)`` ``phi`` in CSC storage (rows increasing within
+    a column): ``(values, col_ptr, row_index)``. Two passes along rows, cache-friendly."""
+    n, m = phi.shape
+    col_ptr = np.zeros(m + 1, dtype=np.int64)
+    for i in range(n):
+        for k in range(m):
+            if phi[i, k] != 0.0:
+                col_ptr[k + 1] += 1
+    for k in range(m):
+        col_ptr[k + 1] += col_ptr[k]
+    cursor = col_ptr[:-1].copy()
+    values = np.empty(col_ptr[m])
+    row_index = np.empty(col_ptr[m], dtype=np.int64)
+    for i in range(n):
+        for k in range(m):
+            if phi[i, k] != 0.0:
+                values[cursor[k]] = phi[i, k]
+                row_index[cursor[k]] = i
+                cursor[k] += 1
+    return values, col_ptr, row_index
+
+
+@numba.njit(cache=True)
+def scatter_columns(stored, col_ptr, row_index, shape):
+    """The dense ``shape`` array holding ``stored`` (CSC order) on its pattern, zeros elsewhere."""
+    out = np.zeros(shape)
+    for k in range(shape[1]):
+        for p in range(col_ptr[k], col_ptr[k + 1]):
+            out[row_index[p], k] = stored[p]
+    return out
