@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import os
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -12,11 +14,12 @@ import numpy as np
 
 from pymc_sle._validation import indices_or_all
 from pymc_sle.distance_matrix import DistanceMatrix
+from pymc_sle.distances._identity import metric_identity, metric_name
 from pymc_sle.distances._store import ChunkStore
 
 __all__ = ["MetricError", "pairwise"]
 
-_MANIFEST_FORMAT = 1
+_MANIFEST_FORMAT = 2  # 2: metric identity covers code and captured values; block ledger
 
 
 class MetricError(RuntimeError):
@@ -55,20 +58,6 @@ def _compute_chunk(metric, row_items, col_items, row_ids, col_ids, triangular) -
     return block
 
 
-def _metric_name(metric) -> str:
-    name = getattr(metric, "__qualname__", None) or type(metric).__qualname__
-    return f"{getattr(metric, '__module__', '')}.{name}"
-
-
-def _metric_fingerprint(metric, metric_id: str | None) -> str:
-    if metric_id is not None:
-        return metric_id
-    try:
-        return f"{_metric_name(metric)}:{joblib.hash(metric)}"
-    except Exception:  # objects joblib cannot hash (e.g. closures): identify by name only
-        return _metric_name(metric)
-
-
 def _plan(n_rows: int, n_cols: int, symmetric: bool, chunk_size: int) -> list[_Chunk]:
     row_blocks = [np.arange(s, min(s + chunk_size, n_rows)) for s in range(0, n_rows, chunk_size)]
     col_blocks = [np.arange(s, min(s + chunk_size, n_cols)) for s in range(0, n_cols, chunk_size)]
@@ -93,8 +82,28 @@ def _chunk_and_block(chunk: _Chunk, args) -> tuple[_Chunk, np.ndarray]:
     return chunk, _compute_chunk(*args)
 
 
+def _exit_with_parent(parent_pid: int) -> None:
+    """Worker initializer: end this worker when its parent does. A parent killed by SIGKILL
+    cannot shut its workers down, and loky's would compute on for minutes; a daemon thread
+    notices the re-parenting within a fraction of a second (POSIX; a no-op elsewhere)."""
+    if os.name != "posix":
+        return
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="pymc-sle-parent-watch", daemon=True).start()
+
+
 def _run_joblib(tasks, n_jobs: int) -> Iterator[tuple[_Chunk, np.ndarray]]:
-    parallel = joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+    parallel = joblib.Parallel(
+        n_jobs=n_jobs,
+        return_as="generator_unordered",
+        initializer=_exit_with_parent,
+        initargs=(os.getpid(),),
+    )
     yield from parallel(joblib.delayed(_chunk_and_block)(chunk, args) for chunk, args in tasks)
 
 
@@ -177,14 +186,18 @@ def pairwise(
         Rows and columns per block (default: ~8 blocks along the longer side, at most 256).
     store : path, optional
         Directory for finished blocks. A rerun with the same items, metric, rows and cols
-        resumes, computing only missing blocks; a different computation is refused.
+        resumes, computing only missing blocks; a different computation is refused. Every block
+        read back is verified against the SHA-256 recorded when it was written; one that fails
+        is computed again (with a `StoreWarning`), never used.
     client : dask.distributed.Client or str, optional
         Run blocks on this Dask cluster (or the scheduler at this address) instead of joblib.
     progress : bool, default True
         Show a tqdm progress bar of pairs.
     metric_id : str, optional
-        Identity of the metric recorded in the store's manifest; default: its qualified name and
-        a hash of its pickled state.
+        Identity of the metric recorded in the store's manifest. Default: its qualified name and
+        a hash of its code, captured values, module-level values it uses and pickled state (a
+        metric edited between runs does not resume from the old blocks). Required with ``store``
+        when that state cannot be hashed.
 
     Returns
     -------
@@ -225,7 +238,6 @@ def pairwise(
 
     chunks = _plan(row_ids.size, col_ids.size, symmetric, chunk_size)
     values = np.zeros((row_ids.size, col_ids.size))
-    fingerprint = _metric_fingerprint(metric, metric_id)
 
     def place(chunk: _Chunk, block: np.ndarray) -> None:
         values[np.ix_(chunk.rows, chunk.cols)] = block
@@ -238,7 +250,7 @@ def pairwise(
             store,
             {
                 "format": _MANIFEST_FORMAT,
-                "metric": fingerprint,
+                "metric": metric_id if metric_id is not None else metric_identity(metric),
                 "items": joblib.hash(list(items) if not isinstance(items, np.ndarray) else items),
                 "rows": joblib.hash(row_ids),
                 "cols": joblib.hash(col_ids),
@@ -248,10 +260,16 @@ def pairwise(
             },
         )
         finished = chunk_store.finished()
+        missing = []
         for chunk in chunks:
+            block = None
             if chunk.key in finished:
-                place(chunk, chunk_store.load(chunk.key))
-        chunks = [chunk for chunk in chunks if chunk.key not in finished]
+                block = chunk_store.load(chunk.key, (chunk.rows.size, chunk.cols.size))
+            if block is None:
+                missing.append(chunk)
+            else:
+                place(chunk, block)
+        chunks = missing
 
     from tqdm.auto import tqdm
 
@@ -267,7 +285,7 @@ def pairwise(
     return DistanceMatrix(
         values,
         metadata={
-            "metric": metric_id if metric_id is not None else _metric_name(metric),
+            "metric": metric_id if metric_id is not None else metric_name(metric),
             "rows": row_ids.tolist() if rows is not None else None,
             "cols": col_ids.tolist() if cols is not None else None,
         },
