@@ -43,7 +43,7 @@ def squared_euclidean(a, b=None) -> np.ndarray:
     norms_b = np.einsum("ij,ij->i", b, b)
     scale = norms_a[:, None] + norms_b[None, :]
     squared = scale - 2.0 * (a @ b.T)
-    rows, cols = np.nonzero(squared <= CANCELLATION * scale)
+    rows, cols = np.nonzero(~(squared > CANCELLATION * scale))  # also NaN: overflow
     if rows.size:
         squared[rows, cols] = np.einsum("ij,ij->i", a[rows] - b[cols], a[rows] - b[cols])
     return squared

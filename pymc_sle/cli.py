@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -31,21 +33,48 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _indices(text: str) -> list[int]:
-    """Parse ``--rows``/``--cols``: ``"0:100"``, ``"3,7,9"`` or a ``.npy``/``.txt`` file."""
-    path = Path(text)
-    if path.suffix in (".npy", ".txt") and path.exists():
-        values = np.load(path) if path.suffix == ".npy" else np.loadtxt(path, ndmin=1)
-        return [int(v) for v in np.ravel(values)]
-    try:
-        if ":" in text:
-            start, stop = (int(part) for part in text.split(":"))
-            return list(range(start, stop))
-        return [int(part) for part in text.split(",")]
-    except ValueError:
+def _integers(values: np.ndarray, source: str) -> list[int]:
+    values = np.ravel(values)
+    integral = values.dtype.kind == "f" and (values == np.round(values)).all()
+    if values.dtype.kind not in "iu" and not integral:
+        bad = values if values.dtype.kind != "f" else values[~(values == np.round(values))]
         raise argparse.ArgumentTypeError(
-            f"expected 'start:stop', a comma-separated list or a .npy/.txt file, got {text!r}"
-        ) from None
+            f"{source} must hold integer indices, but holds {bad[:3].tolist()}"
+        )
+    return [int(v) for v in values]
+
+
+def _indices(text: str) -> list[int]:
+    """Parse ``--rows``/``--cols``: ``"0:100"``, ``"3,7,9"`` or a ``.npy``/``.txt`` file of
+    non-negative integers (range checks against the items follow in the library)."""
+    path = Path(text)
+    if path.suffix in (".npy", ".txt"):
+        if not path.is_file():
+            raise argparse.ArgumentTypeError(f"index file {text!r} does not exist")
+        try:
+            values = np.load(path) if path.suffix == ".npy" else np.loadtxt(path, ndmin=1)
+        except (OSError, ValueError) as err:
+            raise argparse.ArgumentTypeError(f"cannot read index file {text!r}: {err}") from None
+        indices = _integers(values, f"index file {text!r}")
+    else:
+        try:
+            if ":" in text:
+                start, stop = (int(part) for part in text.split(":"))
+                if stop <= start:
+                    raise argparse.ArgumentTypeError(
+                        f"'start:stop' needs stop > start, but got {text!r} (an empty selection)"
+                    )
+                indices = list(range(start, stop))
+            else:
+                indices = [int(part) for part in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected 'start:stop', a comma-separated list or a .npy/.txt file, got {text!r}"
+            ) from None
+    negative = [i for i in indices if i < 0]
+    if negative:
+        raise argparse.ArgumentTypeError(f"indices must be >= 0, but got {negative[:3]}")
+    return indices
 
 
 def _distances(args: argparse.Namespace) -> int:
@@ -63,7 +92,12 @@ def _distances(args: argparse.Namespace) -> int:
             progress=not args.quiet,
         )
     else:
-        measures = np.load(args.input, allow_pickle=False)
+        try:
+            measures = np.load(args.input, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise ValueError(
+                f"input {args.input!r} must be a .npy array of shape (n, *grid) ({err})"
+            ) from err
         engine = {
             "n_jobs": args.jobs,
             "store": args.store,
@@ -90,16 +124,67 @@ def _distances(args: argparse.Namespace) -> int:
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
     return value
 
 
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1 and value != -1:
+        raise argparse.ArgumentTypeError(
+            f"must be -1 (all cores) or a positive integer, got {text!r}"
+        )
+    return value
+
+
+_SCHEDULER = re.compile(r"^([a-z]+://)?[A-Za-z0-9._\-\[\]:]+:\d+$")
+
+
+def _scheduler(text: str) -> str:
+    if not _SCHEDULER.match(text):
+        raise argparse.ArgumentTypeError(
+            f"expected a Dask scheduler address such as tcp://host:8786, got {text!r}"
+        )
+    return text
+
+
+def _output_file(text: str) -> Path:
+    """``--out`` of the distance commands, checked before anything is computed."""
+    path = Path(text)
+    if path.suffix not in (".npz", ".npy"):
+        raise argparse.ArgumentTypeError(f"must end in .npz or .npy, got {text!r}")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"folder {str(path.parent)!r} of {text!r} does not exist")
+    if path.is_dir() or not os.access(path.parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}")
+    return path
+
+
+def _input_file(text: str) -> str:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"input file {text!r} does not exist")
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line on stderr, exit status 2 (the full usage is one --help away)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from pymc_sle.distances import GEODESIC_METHODS, SLICED_METHODS
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pymc-sle", description="Gaussian processes on distances with the SLE kernel."
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -127,11 +212,13 @@ def build_parser() -> argparse.ArgumentParser:
         ("sliced", "sliced W2 between images", ".npy array of shape (n, *grid)"),
     ):
         sub = kinds.add_parser(kind, help=help_text)
-        sub.add_argument("input", help=input_help)
-        sub.add_argument("--out", required=True, help="output DistanceMatrix (.npz or .npy)")
+        sub.add_argument("input", type=_input_file, help=input_help)
+        sub.add_argument(
+            "--out", type=_output_file, required=True, help="output DistanceMatrix (.npz or .npy)"
+        )
         sub.add_argument("--rows", type=_indices, help="row indices: 'a:b', 'i,j,k' or a file")
         sub.add_argument("--cols", type=_indices, help="column indices (landmarks), same forms")
-        sub.add_argument("--jobs", type=int, default=-1, help="worker processes (default: all)")
+        sub.add_argument("--jobs", type=_jobs, default=-1, help="worker processes (default: all)")
         sub.add_argument("--quiet", action="store_true", help="no progress bar")
         if kind == "geodesic":
             sub.add_argument("--method", choices=GEODESIC_METHODS, default="graph")
@@ -139,7 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--squared", action="store_true", help="squared distances")
         sub.add_argument("--spacing", type=float, default=1.0, help="pixel size")
         sub.add_argument("--store", help="directory of finished blocks, to resume a killed run")
-        sub.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+        sub.add_argument(
+            "--scheduler", type=_scheduler, help="Dask scheduler address, e.g. tcp://host:8786"
+        )
         if kind == "sliced":
             sub.add_argument("--projections", type=_positive_int, default=50)
             sub.add_argument("--seed", type=int, default=0)
@@ -152,8 +241,21 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``pymc-sle`` command with ``argv`` (default: the process's arguments); return its
     exit status."""
-    args = build_parser().parse_args(argv)
-    return args.handler(args)
+    from pymc_sle.distances import MetricError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except (ValueError, TypeError, OSError, ImportError, MetricError) as err:
+        # Bad input reaches the library's validation, which names the argument: one line, not a
+        # traceback. Anything else is a bug and keeps its traceback.
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

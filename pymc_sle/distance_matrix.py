@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -173,19 +174,17 @@ class DistanceMatrix:
     def load(cls, path: str | os.PathLike) -> DistanceMatrix:
         """Read a matrix written by :meth:`save` (never unpickles)."""
         path = Path(path)
-        if path.suffix == ".npz":
-            with np.load(path, allow_pickle=False) as archive:
-                missing = {"values", "header"} - set(archive.files)
-                if missing:
-                    raise ValueError(f"{path} is not a DistanceMatrix archive: missing {missing}")
-                values = archive["values"]
-                header = json.loads(str(archive["header"]))
-        elif path.suffix == ".npy":
-            values = np.load(path, allow_pickle=False)
-            sidecar = path.with_suffix(".json")
-            header = json.loads(sidecar.read_text()) if sidecar.exists() else {}
-        else:
+        if path.suffix not in (".npz", ".npy"):
             raise ValueError(f"`path` must end in '.npz' or '.npy', but got {path.name!r}")
+        try:
+            values, header = cls._read(path)
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as err:
+            raise ValueError(
+                f"{path} cannot be read as a DistanceMatrix ({type(err).__name__}: {err})"
+            ) from err
+        _check_header(path, header)
         version = header.get("format_version", _FORMAT_VERSION)
         if version > _FORMAT_VERSION:
             raise ValueError(
@@ -198,6 +197,37 @@ class DistanceMatrix:
             )
         stored = values.dtype.name if values.dtype.name in _DTYPES else "float64"
         return cls(values, dtype=header.get("dtype", stored), metadata=header.get("metadata"))
+
+    @staticmethod
+    def _read(path: Path) -> tuple[np.ndarray, object]:
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                missing = {"values", "header"} - set(archive.files)
+                if missing:
+                    raise ValueError(f"not a DistanceMatrix archive: missing {sorted(missing)}")
+                return archive["values"], json.loads(str(archive["header"]))
+        values = np.load(path, allow_pickle=False)
+        sidecar = path.with_suffix(".json")
+        return values, json.loads(sidecar.read_text()) if sidecar.exists() else {}
+
+
+def _check_header(path: Path, header) -> None:
+    """Reject a header that :meth:`DistanceMatrix.save` cannot have written, naming the file."""
+    problem = None
+    if not isinstance(header, dict):
+        problem = f"must be a JSON object, but is {type(header).__name__}"
+    elif not isinstance(header.get("format_version", 1), int):
+        problem = f"'format_version' must be an integer, but is {header['format_version']!r}"
+    elif "shape" in header and not (
+        isinstance(header["shape"], list) and all(isinstance(v, int) for v in header["shape"])
+    ):
+        problem = f"'shape' must be a list of integers, but is {header['shape']!r}"
+    elif not isinstance(header.get("metadata", {}), dict | None):
+        problem = f"'metadata' must be an object, but is {type(header['metadata']).__name__}"
+    elif not isinstance(header.get("dtype", "float64"), str):
+        problem = f"'dtype' must be a string, but is {header['dtype']!r}"
+    if problem:
+        raise ValueError(f"{path} has an invalid header: {problem}")
 
 
 def as_distance_matrix(distances) -> DistanceMatrix:

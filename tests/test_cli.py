@@ -75,12 +75,63 @@ def test_distances_transport_commands(tmp_path, kind):
     assert D.shape == (4, 2) and D.values[1, 0] == 0.0 and D.values[0, 0] > 0
 
 
-def test_distances_rejects_bad_index_spec(capsys):
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(
-            ["distances", "sliced", "x.npy", "--out", "d.npz", "--rows", "a-b"]
-        )
-    assert "expected 'start:stop'" in capsys.readouterr().err
+@pytest.fixture
+def cli_inputs(tmp_path, monkeypatch):
+    """A folder with a small mesh, images, a garbage mesh and index files; the working directory."""
+    monkeypatch.chdir(tmp_path)
+    _grid_obj(tmp_path / "grid.obj")
+    (tmp_path / "garbage.obj").write_text("not a mesh\n")
+    np.save(tmp_path / "images.npy", np.random.default_rng(0).gamma(1.0, size=(4, 5, 5)))
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    (tmp_path / "float-rows.txt").write_text("1.5\n2\n")
+    (tmp_path / "int-rows.txt").write_text("1\n2\n")
+    np.save(tmp_path / "nan-rows.npy", np.array([1.0, np.nan]))
+    return tmp_path
+
+
+GEODESIC = ["distances", "geodesic", "grid.obj", "--out", "d.npz", "--quiet"]
+SLICED = ["distances", "sliced", "images.npy", "--out", "d.npz", "--quiet", "--jobs", "1"]
+BAD_INPUTS = {
+    "missing mesh": (["distances", "geodesic", "nope.obj", "--out", "d.npz"], "does not exist"),
+    "garbage mesh": (["distances", "geodesic", "garbage.obj", "--out", "d.npz"], "garbage.obj"),
+    "empty row range": ([*GEODESIC, "--rows", "5:2"], "needs stop > start"),
+    "negative rows": ([*GEODESIC, "--rows=-1,2"], "must be >= 0"),
+    "rows out of range": ([*GEODESIC, "--rows", "0,9"], "`rows` must index the 9 vertices"),
+    "missing output folder": ([*GEODESIC[:3], "--out", "no/d.npz"], "folder 'no'"),
+    "output suffix": ([*GEODESIC[:3], "--out", "d.txt"], "must end in .npz or .npy"),
+    "zero jobs": ([*GEODESIC, "--jobs", "0"], "--jobs: must be -1"),
+    "text jobs": ([*GEODESIC, "--jobs", "all"], "--jobs: must be -1"),
+    "bad scheduler": ([*SLICED, "--scheduler", "bogus"], "Dask scheduler address"),
+    "float rows file": ([*GEODESIC, "--rows", "float-rows.txt"], "must hold integer indices"),
+    "NaN rows file": ([*GEODESIC, "--rows", "nan-rows.npy"], "must hold integer indices"),
+    "missing rows file": ([*GEODESIC, "--rows", "nope.txt"], "does not exist"),
+    "bad index spec": ([*SLICED, "--rows", "a-b"], "expected 'start:stop'"),
+    "pickled images": (["distances", "wasserstein", "objects.npy", "--out", "d.npz"], ".npy array"),
+    "mesh as images": (["distances", "wasserstein", "grid.obj", "--out", "d.npz"], "grid.obj"),
+    "no command": ([], "required"),
+    "zero draws": (["demo", "--draws", "0"], "must be a positive integer"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_user_errors_are_one_line_on_stderr_with_status_2(cli_inputs, capsys, case):
+    pytest.importorskip("trimesh")
+    argv, expected = BAD_INPUTS[case]
+    try:
+        status = main(argv)
+    except SystemExit as exit_:
+        status = exit_.code
+    err = capsys.readouterr().err
+    assert status == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and expected in err, err
+    assert not (cli_inputs / "d.npz").exists()  # nothing computed or written
+
+
+def test_an_integral_rows_file_is_accepted(cli_inputs):
+    pytest.importorskip("trimesh")
+    assert main([*GEODESIC, "--rows", "int-rows.txt", "--cols", "0"]) == 0
+    assert DistanceMatrix.load(cli_inputs / "d.npz").shape == (2, 1)
 
 
 @pytest.mark.slow

@@ -71,6 +71,31 @@ def test_load_rejects_foreign_archive(tmp_path):
         DistanceMatrix.load(tmp_path / "other.npz")
 
 
+@pytest.mark.parametrize(
+    ("sidecar", "match"),
+    [
+        ("{truncated", "cannot be read as a DistanceMatrix .*JSONDecodeError"),
+        ("[1, 2]", "invalid header: must be a JSON object, but is list"),
+        ('{"format_version": "one"}', "'format_version' must be an integer"),
+        ('{"shape": "6x4"}', "'shape' must be a list of integers"),
+        ('{"metadata": [1]}', "'metadata' must be an object, but is list"),
+        ('{"dtype": 64}', "'dtype' must be a string"),
+    ],
+)
+def test_load_rejects_a_tampered_header_naming_the_file(tmp_path, values, sidecar, match):
+    DistanceMatrix(values).save(tmp_path / "d.npy")
+    (tmp_path / "d.json").write_text(sidecar)
+    with pytest.raises(ValueError, match=rf"{tmp_path / 'd.npy'}.*{match}"):
+        DistanceMatrix.load(tmp_path / "d.npy")
+
+
+def test_load_rejects_a_truncated_archive_naming_the_file(tmp_path, values):
+    path = DistanceMatrix(values).save(tmp_path / "d.npz")
+    path.write_bytes(path.read_bytes()[:50])
+    with pytest.raises(ValueError, match=rf"{path} cannot be read as a DistanceMatrix"):
+        DistanceMatrix.load(path)
+
+
 def test_save_rejects_unknown_suffix(tmp_path, values):
     with pytest.raises(ValueError, match=r"`path` must end in '.npz' or '.npy', but got 'd.csv'"):
         DistanceMatrix(values).save(tmp_path / "d.csv")

@@ -123,3 +123,14 @@ def test_gradients_stay_exact_where_rows_are_recomputed(mode):
     g_ref, g_dense, g_cross = pytensor.function([phi_var], outputs, mode=mode)(phi)
     np.testing.assert_allclose(np.asarray(g_dense), g_ref, atol=1e-9)
     np.testing.assert_allclose(np.asarray(g_cross), g_ref, atol=1e-9)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("inner", INNERS)
+def test_an_overflowing_embedding_gives_the_kernels_limit_not_nan(mode, inner):
+    """amplitude 1e160: squared embedding distances overflow to inf, the kernel to its limit 0."""
+    D = near_duplicates() + 0.1 * np.arange(N_NEAR)[:, None]
+    X = np.arange(N_NEAR)[:, None]
+    cov = sle.SLE(D, radius=5.0, ls=1.0, amplitude=1e160, inner=inner)
+    K = np.asarray(compile_(cov(X), mode)())
+    np.testing.assert_array_equal(K, np.eye(N_NEAR))

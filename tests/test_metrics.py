@@ -117,3 +117,9 @@ def test_rejects_level_out_of_range(level):
 def test_rejects_crossed_interval():
     with pytest.raises(ValueError, match="`lower` must not exceed `upper`"):
         metrics.picp(np.zeros(2), np.ones(2), np.zeros(2))
+
+
+def test_evaluate_with_one_draw_names_the_draws(rng):
+    idata = az.from_dict(posterior_predictive={"y_test": rng.normal(size=(1, 1, 2))})
+    with pytest.raises(ValueError, match=r"must hold at least 2 draws .* but holds 1"):
+        metrics.evaluate(idata, np.zeros(2), "y_test")

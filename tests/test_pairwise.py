@@ -186,3 +186,8 @@ def test_rejects_bad_client():
 def test_edit_distance_rejects_non_strings():
     with pytest.raises(TypeError, match="compares strings, but got int and str"):
         edit_distance(1, "a")
+
+
+def test_empty_items_are_named():
+    with pytest.raises(ValueError, match="`items` must not be empty, but has length 0"):
+        pairwise([], edit_distance, progress=False)

@@ -98,9 +98,22 @@ def load_mesh(path: str | os.PathLike) -> Mesh:
         import trimesh
     except ImportError as err:
         raise ImportError("load_mesh needs trimesh: pip install 'pymc-sle[mesh]'") from err
-    loaded = trimesh.load(os.fspath(path), process=True, force="mesh")
-    loaded.merge_vertices(merge_tex=True, merge_norm=True)
-    mesh = Mesh(np.asarray(loaded.vertices), np.asarray(loaded.faces))
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"`path` must be a mesh file, but {os.fspath(path)!r} does not exist"
+        )
+    try:
+        loaded = trimesh.load(os.fspath(path), process=True, force="mesh")
+        loaded.merge_vertices(merge_tex=True, merge_norm=True)
+        vertices, faces = np.asarray(loaded.vertices), np.asarray(loaded.faces)
+    except Exception as err:  # trimesh raises many kinds on unreadable files
+        raise ValueError(
+            f"`path` {os.fspath(path)!r} is not a readable triangle mesh "
+            f"({type(err).__name__}: {err})"
+        ) from err
+    if faces.ndim != 2 or faces.shape[0] == 0:
+        raise ValueError(f"`path` {os.fspath(path)!r} holds no triangles")
+    mesh = Mesh(vertices, faces)
     if mesh.n_components > 1:
         sizes = np.sort(np.bincount(mesh.component_labels))[::-1]
         warnings.warn(

@@ -220,6 +220,8 @@ def pairwise(
            [3., 1.]])
     """
     n_items = len(items)
+    if n_items == 0:
+        raise ValueError("`items` must not be empty, but has length 0")
     row_ids = indices_or_all("rows", rows, n_items, axis_name="items")
     col_ids = indices_or_all("cols", cols, n_items, axis_name="items")
     same = row_ids.shape == col_ids.shape and np.array_equal(row_ids, col_ids)

@@ -205,6 +205,11 @@ def evaluate(
     draws = values.reshape((-1, *values.shape[2:]))
     y_true = _as_finite("y_true", y_true)
     draws = _as_draws(draws, y_true)
+    if draws.shape[0] < 2:
+        raise ValueError(
+            f"`idata.{group}[{var_name!r}]` must hold at least 2 draws (chains x draws) for the "
+            f"predictive spread behind PICP and NLPD, but holds {draws.shape[0]}"
+        )
     mean = draws.mean(axis=0)
     sd = np.maximum(draws.std(axis=0, ddof=1), np.finfo(float).tiny)
     return {

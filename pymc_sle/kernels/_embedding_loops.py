@@ -19,7 +19,9 @@ rounding:
   is a scan of the :math:`n^2` entries the expansion visits anyway.
 
 An entry kept from the expansion has relative error below about :math:`m \varepsilon /`
-``CANCELLATION``; a recomputed one, a few :math:`m \varepsilon`. Equal rows give exactly 0.
+``CANCELLATION``; a recomputed one, a few :math:`m \varepsilon`. Equal rows give exactly 0. An
+expansion that overflows (``inf - inf``, embeddings beyond ~1e154) is recomputed too and gives
+``inf``, the kernel's limit 0, not NaN.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def dense_forward(phi):
         for j in range(i + 1, out.shape[0]):
             scale = norms[i] + norms[j]
             value = scale - 2.0 * out[i, j]
-            out[i, j] = _direct(centred, i, centred, j) if value <= CANCELLATION * scale else value
+            out[i, j] = value if value > CANCELLATION * scale else _direct(centred, i, centred, j)
     mirror_upper_inplace(out)
     return out
 
@@ -86,7 +88,7 @@ def cross_forward(phi, phi_other):
         for j in range(out.shape[1]):
             scale = norms_a[i] + norms_b[j]
             value = scale - 2.0 * out[i, j]
-            out[i, j] = _direct(a, i, b, j) if value <= CANCELLATION * scale else value
+            out[i, j] = value if value > CANCELLATION * scale else _direct(a, i, b, j)
     return out
 
 
@@ -159,7 +161,7 @@ def sparse_forward(values, col_ptr, row_index, n):
                 continue
             scale = norms[i] + norms[j]
             value = scale - 2.0 * out[i, j]
-            if value <= CANCELLATION * scale:
+            if not value > CANCELLATION * scale:  # also NaN (inf - inf)
                 value = _sparse_direct(values, row_ptr, entries, cols, i, j)
             out[i, j] = value
     mirror_upper_inplace(out)

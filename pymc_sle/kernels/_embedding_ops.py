@@ -401,7 +401,7 @@ def _register_jax() -> None:
         norms_a, norms_b = jnp.sum(a * a, axis=1), jnp.sum(b * b, axis=1)
         scale = norms_a[:, None] + norms_b[None, :]
         out = scale - 2.0 * (a @ b.T)
-        cancelled = out <= CANCELLATION * scale
+        cancelled = ~(out > CANCELLATION * scale)  # also NaN (inf - inf): overflow
         if symmetric:
             cancelled = cancelled & ~jnp.eye(out.shape[0], dtype=bool)
 

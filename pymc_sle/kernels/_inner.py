@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytensor.tensor as pt
 from pymc.gp.cov import ExpQuad, Matern12, Matern32, Matern52, Stationary
 
@@ -50,5 +51,9 @@ def _safe_sqrt(x):
 
 def kernel_of_squared_distance(inner: Stationary, squared, ls):
     r""":math:`h(\sqrt{\Delta} / \ell)` for squared distances :math:`\Delta \ge 0`, with a finite
-    gradient at :math:`\Delta = 0` (equal inputs)."""
-    return inner.full_from_distance(_safe_sqrt(squared) / ls, squared=False)
+    gradient at :math:`\Delta = 0` (equal inputs) and the decaying kernels' limit 0 at
+    :math:`\Delta = \infty` (an overflowing embedding), where ``inf * exp(-inf)`` would be NaN."""
+    finite = pt.lt(squared, np.inf)
+    distance = _safe_sqrt(pt.switch(finite, squared, 0.0)) / ls
+    value = inner.full_from_distance(distance, squared=False)
+    return pt.switch(finite, value, 0.0)
