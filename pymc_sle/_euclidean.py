@@ -7,7 +7,9 @@ import numpy as np
 __all__ = ["CANCELLATION", "squared_euclidean"]
 
 #: Entries below this fraction of ``|a_i|^2 + |b_j|^2`` lost most of their digits to cancellation
-#: in the expansion and are recomputed from differences.
+#: in the expansion and are recomputed from differences. The numba loops of
+#: ``pymc_sle.kernels._embedding_loops`` compile this value in: clear their cache (``__pycache__``)
+#: after changing it.
 CANCELLATION = 1e-6
 
 

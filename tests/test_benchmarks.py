@@ -57,6 +57,19 @@ def test_runtime_sparsity_benchmark_quick(tmp_path):
     assert "| C |" in (tmp_path / "runtime_sparsity_quick.md").read_text()
 
 
+def test_accurate_distances_benchmark_quick(tmp_path):
+    results = run_quick("accurate_distances", tmp_path)
+    cases = [row["case"] for row in results["kernel"]]
+    assert cases == ["fill 4%", "fill 30%", "fill 100%", "near-duplicates"]
+    for row in results["kernel"]:
+        assert row["ratio"] == pytest.approx(row["accurate"] / row["expansion"])
+        assert row["error_accurate"] < 1e-10
+    near = results["kernel"][-1]
+    assert near["error_expansion"] > 1.0  # the cancellation the accurate path removes
+    assert results["model"]["accurate"] > 0 and results["model"]["expansion"] > 0
+    assert "near-duplicates" in (tmp_path / "accurate_distances_quick.md").read_text()
+
+
 def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     args = ["--benchmarks", "one_d", "--samplers", "pymc", "--cache", distance_cache]
     run_quick("nuts_convergence", tmp_path, *args)
