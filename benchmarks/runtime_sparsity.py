@@ -69,8 +69,9 @@ def build_model(kind: str, D: np.ndarray, y: np.ndarray) -> pm.Model:
     return model
 
 
-def interleaved_ms(functions: dict, rounds: int) -> dict[str, float]:
-    """Median ms per call of each function, timed in alternating rounds after one warm-up."""
+def interleaved_ms(functions: dict, rounds: int, statistic=np.median) -> dict[str, float]:
+    """ms per call of each function (median over rounds by default), timed in alternating
+    rounds after one warm-up."""
     times = {name: [] for name in functions}
     for fn in functions.values():
         fn()
@@ -79,7 +80,7 @@ def interleaved_ms(functions: dict, rounds: int) -> dict[str, float]:
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
-    return {name: 1e3 * float(np.median(t)) for name, t in times.items()}
+    return {name: 1e3 * float(statistic(t)) for name, t in times.items()}
 
 
 def measure(n: int, backends: dict, rounds: int) -> list[dict]:

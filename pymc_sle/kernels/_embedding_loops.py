@@ -54,9 +54,30 @@ def _direct(a, i, b, j):
 
 
 @numba.njit(cache=True)
+def _column_means(phi):
+    n, m = phi.shape
+    means = np.zeros(m)
+    for i in range(n):  # along rows: C order
+        for k in range(m):
+            means[k] += phi[i, k]
+    return means / max(n, 1)
+
+
+@numba.njit(cache=True)
+def _shifted(phi, shift):
+    """``phi - shift`` (a row vector), C-contiguous, in one pass."""
+    n, m = phi.shape
+    out = np.empty((n, m))
+    for i in range(n):
+        for k in range(m):
+            out[i, k] = phi[i, k] - shift[k]
+    return out
+
+
+@numba.njit(cache=True)
 def _centred(phi):
     """``phi`` minus its column means, C-contiguous."""
-    return np.ascontiguousarray(phi - phi.sum(axis=0) / max(phi.shape[0], 1))
+    return _shifted(phi, _column_means(phi))
 
 
 @numba.njit(cache=True)
@@ -78,9 +99,8 @@ def dense_forward(phi):
 @numba.njit(cache=True)
 def cross_forward(phi, phi_other):
     """Squared distances between the rows of ``phi`` (n, m) and of ``phi_other`` (n', m)."""
-    shift = phi.sum(axis=0) / max(phi.shape[0], 1)
-    a = np.ascontiguousarray(phi - shift)
-    b = np.ascontiguousarray(phi_other - shift)
+    shift = _column_means(phi)
+    a, b = _shifted(phi, shift), _shifted(phi_other, shift)
     out = np.dot(a, b.T)
     norms_a = (a * a).sum(axis=1)
     norms_b = (b * b).sum(axis=1)
