@@ -70,6 +70,13 @@ def test_accurate_distances_benchmark_quick(tmp_path):
     assert "near-duplicates" in (tmp_path / "accurate_distances_quick.md").read_text()
 
 
+def test_edit_distance_benchmark_quick(tmp_path):
+    result = run_quick("edit_distance", tmp_path)
+    assert result["string_length"] == 200 and result["matrix_equals_reference_on_sample"]
+    assert 0 < result["per_pair_seconds"] < result["python_seconds_extrapolated"]
+    assert "| 200 pairs" in (tmp_path / "edit_distance_quick.md").read_text()
+
+
 def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     args = ["--benchmarks", "one_d", "--samplers", "pymc", "--cache", distance_cache]
     run_quick("nuts_convergence", tmp_path, *args)

@@ -183,11 +183,47 @@ def test_rejects_bad_client():
         pairwise(WORDS, edit_distance, client=42, progress=False)
 
 
-def test_edit_distance_rejects_non_strings():
-    with pytest.raises(TypeError, match="compares strings, but got int and str"):
-        edit_distance(1, "a")
-
-
 def test_empty_items_are_named():
     with pytest.raises(ValueError, match="`items` must not be empty, but has length 0"):
         pairwise([], edit_distance, progress=False)
+
+
+def _random_strings(rng, n, alphabet="ACGTé字"):
+    return ["".join(rng.choice(list(alphabet), rng.integers(0, 30))) for _ in range(n)]
+
+
+def test_edit_distance_equals_the_dynamic_programme_on_random_strings():
+    from benchmarks.edit_distance import python_edit_distance
+
+    rng = np.random.default_rng(0)
+    strings = [*_random_strings(rng, 40), "", "kitten", "sitting"]
+    for a in strings:
+        for b in strings[:15]:
+            assert edit_distance(a, b) == python_edit_distance(a, b), (a, b)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_block_metrics_equal_the_per_pair_metric(n_jobs):
+    strings = _random_strings(np.random.default_rng(1), 23)
+    blocked = pairwise(strings, edit_distance, n_jobs=n_jobs, chunk_size=5, progress=False)
+    per_pair = pairwise(strings, lambda a, b: edit_distance(a, b), n_jobs=1, progress=False)
+    np.testing.assert_array_equal(blocked.values, per_pair.values)
+    rows, cols = [3, 0, 22], [5, 5, 1, 9]
+    part = pairwise(strings, edit_distance, rows, cols, n_jobs=1, chunk_size=2, progress=False)
+    np.testing.assert_array_equal(part.values, per_pair.values[np.ix_(rows, cols)])
+
+
+def test_edit_distance_names_a_non_string():
+    with pytest.raises(TypeError, match="compares strings, but `a, b` holds a int: 3"):
+        edit_distance("abc", 3)
+    with pytest.raises(TypeError, match="`items` holds a list"):
+        pairwise(["a", ["b"]], edit_distance, n_jobs=1, progress=False)
+
+
+def test_a_block_of_the_wrong_shape_is_a_metric_error():
+    def metric(a, b):
+        return 0.0
+
+    metric.block = lambda rows, cols: np.zeros((1, 1))
+    with pytest.raises(MetricError, match=r"`metric.block` must return shape \(3, 3\)"):
+        pairwise(["a", "b", "c"], metric, n_jobs=1, chunk_size=3, progress=False)
