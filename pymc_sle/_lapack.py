@@ -132,15 +132,19 @@ def cholesky_inplace(a):
 
 @numba.njit(cache=True)
 def cholesky_solve_inplace(factor, b):
-    """Overwrite vector ``b`` with ``A^{-1} b`` given ``factor`` from `cholesky_inplace`."""
+    """Overwrite ``b`` with ``A^{-1} b`` given ``factor`` from `cholesky_inplace`.
+
+    ``b`` is a vector of length n or a C-contiguous ``(k, n)`` array, whose rows are solved
+    together (BLAS sees the column-major ``(n, k)`` matrix of right-hand sides).
+    """
     dpotrs = _function_pointer(_dpotrs_address, _dpotrs_type, "dpotrs")
-    uplo, n, one, info = (
+    uplo, n, n_rhs, info = (
         _int_buffer(ord("L")),
         _int_buffer(factor.shape[0]),
-        _int_buffer(1),
+        _int_buffer(b.size // max(factor.shape[0], 1)),
         _int_buffer(0),
     )
-    dpotrs(uplo.ctypes, n.ctypes, one.ctypes, factor.ctypes, n.ctypes, b.ctypes, n.ctypes,
+    dpotrs(uplo.ctypes, n.ctypes, n_rhs.ctypes, factor.ctypes, n.ctypes, b.ctypes, n.ctypes,
            info.ctypes)  # fmt: skip
     return info[0]
 

@@ -243,3 +243,12 @@ def test_paper_protocol_plans_one_task_per_nuts_fit():
     assert runner.plan(trials, specs, done, ("A",), 0, set()) == [
         (t, [(s, "map") for s in specs]) for t in trials[1:]
     ]
+
+
+def test_run_time_inputs_benchmark_quick(tmp_path):
+    rows = run_quick("run_time_inputs", tmp_path)["rows"]
+    assert [(r["N"], r["backend"]) for r in rows] == [(30, "C"), (30, "NUMBA")]
+    for r in rows:
+        assert r["pm_data_ratio"] == pytest.approx(r["pm_data"] / r["constant"])
+        assert r["two_outputs_ratio"] == pytest.approx(r["two_outputs"] / r["two_models"])
+    assert "| pm.Data / constant |" in (tmp_path / "run_time_inputs_quick.md").read_text()

@@ -121,8 +121,10 @@ def test_value_and_gradient_share_one_node():
 
 
 def test_gaussian_log_density_validates_shapes_and_types():
-    with pytest.raises(ValueError, match="2-D `cov` and a 1-D `residual`"):
+    with pytest.raises(ValueError, match="2-D `cov` and a 1-D or 2-D `residual`"):
         GaussianLogDensity()(pt.dvector(), pt.dvector())
+    with pytest.raises(ValueError, match=r"ndim 2 and 3"):
+        GaussianLogDensity()(pt.dmatrix(), pt.dtensor3())
     with pytest.raises(TypeError, match="`cov` must be real"):
         GaussianLogDensity()(pt.matrix(dtype="complex128"), pt.dvector())
     K, r = pt.dmatrix("K"), pt.dvector("r")

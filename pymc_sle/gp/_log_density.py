@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+import pymc as pm
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
@@ -48,36 +49,73 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 @numba.njit(cache=True)
-def _log_density_and_gradients(cov, residual, with_gradients):
-    n = cov.shape[0]
+def _factor_and_solve(cov, residuals):
+    """Cholesky-factorise ``cov`` and solve it for each row of ``residuals`` (shape (k, n)).
+
+    Returns ``(ok, factor, alpha, log_densities)``; ``factor`` holds the factor in its
+    LAPACK-lower triangle. When ``cov`` is not numerically positive definite, ``ok`` is False and
+    the log densities are ``-inf``.
+    """
+    k, n = residuals.shape
     factor = np.ascontiguousarray(cov).copy()
-    alpha = np.ascontiguousarray(residual).copy()
+    alpha = np.ascontiguousarray(residuals).copy()
     if cholesky_inplace(factor) != 0:
-        return -np.inf, np.zeros((n, n) if with_gradients else (0, 0)), np.zeros(n)
+        return False, factor, np.zeros((k, n)), np.full(k, -np.inf)
     log_det_half = 0.0
     for i in range(n):
         log_det_half += np.log(factor[i, i])
     cholesky_solve_inplace(factor, alpha)
-    log_density = -0.5 * (residual @ alpha) - log_det_half - 0.5 * n * _LOG_2PI
-    if not with_gradients:
-        return log_density, np.zeros((0, 0)), -alpha
+    log_densities = np.empty(k)
+    for j in range(k):
+        log_densities[j] = -0.5 * (residuals[j] @ alpha[j]) - log_det_half - 0.5 * n * _LOG_2PI
+    return True, factor, alpha, log_densities
+
+
+@numba.njit(cache=True)
+def _log_density_and_gradients(cov, residual, with_gradients):
+    """One residual: ``log p``, ``d log p / d cov`` and ``d log p / d residual``."""
+    n = cov.shape[0]
+    ok, factor, alpha, log_densities = _factor_and_solve(
+        cov, np.ascontiguousarray(residual).reshape((1, n))
+    )
+    if not ok or not with_gradients:
+        return log_densities[0], np.zeros((n, n) if with_gradients else (0, 0)), -alpha[0]
     cholesky_inverse_inplace(factor)  # C-upper triangle now holds K^{-1}
     for i in range(n):
         for j in range(i, n):
-            factor[i, j] = 0.5 * (alpha[i] * alpha[j] - factor[i, j])
+            factor[i, j] = 0.5 * (alpha[0, i] * alpha[0, j] - factor[i, j])
     mirror_upper_inplace(factor)
-    return log_density, factor, -alpha
+    return log_densities[0], factor, -alpha[0]
+
+
+@numba.njit(cache=True)
+def _batched_log_densities(cov, residuals, with_gradients):
+    """Rows of ``residuals`` as independent draws: ``log p`` of each, ``K^{-1}`` and ``alpha``."""
+    n = residuals.shape[1]
+    ok, factor, alpha, log_densities = _factor_and_solve(cov, residuals)
+    if not with_gradients:
+        return log_densities, np.zeros((0, 0)), np.zeros((0, 0))
+    if not ok:
+        return log_densities, np.zeros((n, n)), alpha
+    cholesky_inverse_inplace(factor)
+    mirror_upper_inplace(factor)
+    return log_densities, factor, alpha
 
 
 class GaussianLogDensity(Op):
-    """Log density of a zero-mean Gaussian, ``(cov, residual) -> log p [, d/dcov, d/dresidual]``.
+    """Log density of a zero-mean Gaussian, ``(cov, residual) -> log p [, gradient parts]``.
+
+    ``residual`` is a vector of length n, or a ``(k, n)`` matrix whose rows are independent draws
+    (multi-output ``y``); ``log p`` is then a vector of k log densities, all from one
+    factorisation of ``cov``.
 
     Parameters
     ----------
     with_gradients : bool, default True
-        Whether the node also outputs ``d log p / d cov`` and ``d log p / d residual``. The
-        gradient of the log density is expressed through those outputs, so value and gradient
-        share one factorisation.
+        Whether the node also outputs what the gradient is made of, so that value and gradient
+        share one factorisation: for a vector residual, ``d log p / d cov`` and
+        ``d log p / d residual``; for a matrix, ``K^{-1}`` and ``alpha = residual K^{-1}``, from
+        which the gradient of any weighted sum of the k log densities is formed.
     """
 
     __props__ = ("with_gradients",)
@@ -88,9 +126,9 @@ class GaussianLogDensity(Op):
     def make_node(self, cov, residual):
         cov = pt.as_tensor_variable(cov)
         residual = pt.as_tensor_variable(residual)
-        if cov.type.ndim != 2 or residual.type.ndim != 1:
+        if cov.type.ndim != 2 or residual.type.ndim not in (1, 2):
             raise ValueError(
-                "GaussianLogDensity needs a 2-D `cov` and a 1-D `residual`, but got "
+                "GaussianLogDensity needs a 2-D `cov` and a 1-D or 2-D `residual`, but got "
                 f"ndim {cov.type.ndim} and {residual.type.ndim}"
             )
         for name, variable in (("cov", cov), ("residual", residual)):
@@ -98,29 +136,28 @@ class GaussianLogDensity(Op):
                 raise TypeError(f"`{name}` must be real, but has dtype {variable.dtype}")
         cov = pt.cast(cov, "float64")
         residual = pt.cast(residual, "float64")
-        outputs = [pt.scalar(dtype="float64")]
+        batched = residual.type.ndim == 2
+        outputs = [pt.vector(dtype="float64") if batched else pt.scalar(dtype="float64")]
         if self.with_gradients:
-            outputs += [pt.matrix(dtype="float64"), pt.vector(dtype="float64")]
+            outputs += [pt.matrix(dtype="float64"), residual.type()]
         return Apply(self, [cov, residual], outputs)
 
     def perform(self, node, inputs, output_storage):
         cov, residual = inputs
-        if cov.shape != (residual.size, residual.size):
+        n = residual.shape[-1]
+        if cov.shape != (n, n):
             raise ValueError(
-                f"`cov` must have shape ({residual.size}, {residual.size}) to match `residual`, "
-                f"but has shape {cov.shape}"
+                f"`cov` must have shape ({n}, {n}) to match `residual`, but has shape {cov.shape}"
             )
-        log_density, grad_cov, grad_residual = _log_density_and_gradients(
-            cov, residual, self.with_gradients
-        )
+        compute = _batched_log_densities if residual.ndim == 2 else _log_density_and_gradients
+        log_density, *gradient_parts = compute(cov, residual, self.with_gradients)
         output_storage[0][0] = np.asarray(log_density)
         if self.with_gradients:
-            output_storage[1][0] = grad_cov
-            output_storage[2][0] = grad_residual
+            output_storage[1][0], output_storage[2][0] = gradient_parts
 
     def infer_shape(self, fgraph, node, input_shapes):
         cov_shape, residual_shape = input_shapes
-        shapes = [()]
+        shapes = [residual_shape[:-1]]
         if self.with_gradients:
             shapes += [cov_shape, residual_shape]
         return shapes
@@ -132,11 +169,28 @@ class GaussianLogDensity(Op):
                     "GaussianLogDensity is differentiable through its log density only"
                 )
         if self.with_gradients:
-            _, grad_cov, grad_residual = outputs
+            _, first, second = outputs
         else:
-            _, grad_cov, grad_residual = GaussianLogDensity(True)(*inputs)
+            _, first, second = GaussianLogDensity(True)(*inputs)
         scale = output_grads[0]
-        return [scale * grad_cov, scale * grad_residual]
+        if inputs[1].type.ndim == 1:  # first = d log p / d cov, second = d log p / d residual
+            return [scale * first, scale * second]
+        # first = K^{-1}, second = alpha: d/dK sum_j w_j log p_j = (A^T diag(w) A - sum(w) K^{-1})/2
+        weighted = scale[:, None] * second
+        grad_cov = 0.5 * (pt.dot(second.T, weighted) - pt.sum(scale) * first)
+        return [grad_cov, -weighted]
+
+
+def _shared_matrix(cov):
+    """``cov`` without leading axes of length 1, or ``None`` if it is a batch of matrices.
+
+    PyMC hands a distribution's parameters to its log density with axes of length 1 in front for
+    the batch axes of the value (multi-output ``y``); the matrix is the same for every draw.
+    """
+    extra = cov.type.ndim - 2
+    if extra and cov.type.shape[:extra] != (1,) * extra:
+        return None
+    return cov[(0,) * extra] if extra else cov
 
 
 def gaussian_logp(value, mu, cov):
@@ -144,12 +198,29 @@ def gaussian_logp(value, mu, cov):
 
     Parameters
     ----------
-    value, mu : TensorVariable of shape (n,)
-    cov : TensorVariable of shape (n, n)
+    value : TensorVariable of shape (..., n)
+        One draw, or a batch of independent draws (multi-output ``y``) along leading axes.
+    mu : TensorVariable broadcastable to ``value``
+    cov : TensorVariable of shape (n, n), or (1, ..., 1, n, n)
         Symmetric; only its LAPACK-lower triangle is read, as by any Cholesky factorisation, and
-        the gradient returned for it is the symmetric :math:`\tfrac12(\alpha\alpha^\top - K^{-1})`.
+        the gradient returned for it is symmetric. A batch of different matrices is left to
+        :class:`pymc.MvNormal`.
+
+    Returns
+    -------
+    TensorVariable of shape ``value.shape[:-1]``
+        The log density of each draw, as :class:`pymc.MvNormal` returns it.
     """
-    return GaussianLogDensity(True)(cov, pt.as_tensor_variable(value) - mu)[0]
+    value = pt.as_tensor_variable(value)
+    shared = _shared_matrix(pt.as_tensor_variable(cov))
+    if shared is None:
+        return pm.logp(pm.MvNormal.dist(mu=mu, cov=cov), value)
+    residual = value - mu
+    if residual.type.ndim <= 1:
+        return GaussianLogDensity(True)(shared, residual)[0]
+    rows = residual.reshape((-1, residual.shape[-1]))
+    log_densities = GaussianLogDensity(True)(shared, rows)[0]
+    return log_densities.reshape(residual.shape[:-1], ndim=residual.type.ndim - 1)
 
 
 @register_specialize
@@ -166,19 +237,22 @@ def local_gaussian_value_only(fgraph, node):
 @numba_funcify.register(GaussianLogDensity)
 def _numba_gaussian_log_density(op, node=None, **kwargs):
     with_gradients = op.with_gradients
+    compute = (
+        _batched_log_densities if node.inputs[1].type.ndim == 2 else _log_density_and_gradients
+    )
 
     if with_gradients:
 
         @numba.njit
         def gaussian_log_density(cov, residual):
-            log_density, grad_cov, grad_residual = _log_density_and_gradients(cov, residual, True)
-            return np.asarray(log_density), grad_cov, grad_residual
+            log_density, first, second = compute(cov, residual, True)
+            return np.asarray(log_density), first, second
 
     else:
 
         @numba.njit
         def gaussian_log_density(cov, residual):
-            return np.asarray(_log_density_and_gradients(cov, residual, False)[0])
+            return np.asarray(compute(cov, residual, False)[0])
 
     return gaussian_log_density
 
@@ -192,22 +266,32 @@ def _register_jax() -> None:
         return
 
     @jax_funcify.register(GaussianLogDensity)
-    def _jax_gaussian_log_density(op, **kwargs):
+    def _jax_gaussian_log_density(op, node=None, **kwargs):
         with_gradients = op.with_gradients
+        batched = node is not None and node.inputs[1].type.ndim == 2
 
         def gaussian_log_density(cov, residual):
-            n = residual.shape[0]
+            n = cov.shape[0]
+            rows = residual if batched else residual[None, :]
             factor = jnp.linalg.cholesky(cov)
-            alpha = cho_solve((factor, True), residual)
+            alpha = cho_solve((factor, True), rows.T).T
             diagonal = jnp.diagonal(factor)
             ok = jnp.all(jnp.isfinite(diagonal) & (diagonal > 0))
-            log_density = -0.5 * residual @ alpha - jnp.sum(jnp.log(diagonal)) - 0.5 * n * _LOG_2PI
+            log_density = (
+                -0.5 * jnp.sum(rows * alpha, axis=1)
+                - jnp.sum(jnp.log(diagonal))
+                - 0.5 * n * _LOG_2PI
+            )
             log_density = jnp.where(ok, log_density, -jnp.inf)
+            alpha = jnp.where(ok, alpha, 0.0)
+            if not batched:
+                log_density, alpha = log_density[0], alpha[0]
             if not with_gradients:
                 return log_density
-            inverse = cho_solve((factor, True), jnp.eye(n, dtype=cov.dtype))
-            grad_cov = jnp.where(ok, 0.5 * (jnp.outer(alpha, alpha) - inverse), 0.0)
-            return log_density, grad_cov, jnp.where(ok, -alpha, 0.0)
+            inverse = jnp.where(ok, cho_solve((factor, True), jnp.eye(n, dtype=cov.dtype)), 0.0)
+            if batched:
+                return log_density, inverse, alpha
+            return log_density, 0.5 * (jnp.outer(alpha, alpha) - inverse), -alpha
 
         return gaussian_log_density
 

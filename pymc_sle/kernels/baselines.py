@@ -155,6 +155,7 @@ class MeshMatern(Covariance):
             self.eigenpairs.eigenvectors.shape[0],
             name=name,
             axis_name="mesh vertices",
+            input_dim=self.input_dim,
         )
         return self._vectors[rows]
 
