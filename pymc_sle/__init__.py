@@ -11,56 +11,68 @@ The package follows the pipeline, one subpackage a stage::
     datasets/           built-in data: 1-D benchmark, SAXS images, mesh targets
 
 and the applications built on it: ``plotting``, ``demo`` and the ``pymc-sle`` command (``cli``).
+
+Everything is imported on first use (PEP 562): ``import pymc_sle as sle`` is cheap, and
+``sle.distances``, ``sle.SLE``, ``sle.priors``, ... load their modules when first touched, so the
+command line and the distance workers do not pay for importing PyMC.
 """
 
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
 import sys
+from typing import TYPE_CHECKING
 
-from pymc_sle import datasets, distances, evaluation, gp, inference, kernels
-from pymc_sle.distance_matrix import DistanceMatrix
-from pymc_sle.evaluation import diagnostics, metrics
-from pymc_sle.inference import find_map, priors
-from pymc_sle.kernels import (
-    INNER_KERNELS,
-    SLE,
-    baselines,
-    bump,
-    embedding_distances,
-    raw_embedding_distances,
-    spectral,
-)
-
-# The public namespaces of the first release (`pymc_sle.priors`, `pymc_sle.metrics`, ...) keep
-# working, as attributes and as import paths (`from pymc_sle.priors import sle_priors`).
-for _name, _module in {
-    "priors": priors,
-    "metrics": metrics,
-    "diagnostics": diagnostics,
-    "baselines": baselines,
-    "spectral": spectral,
-}.items():
-    sys.modules[f"{__name__}.{_name}"] = _module
-del _name, _module
-
-__all__ = [
-    "INNER_KERNELS",
-    "SLE",
-    "DistanceMatrix",
-    "__version__",
-    "baselines",
-    "bump",
-    "datasets",
-    "diagnostics",
-    "distances",
-    "embedding_distances",
-    "evaluation",
-    "find_map",
-    "gp",
-    "inference",
-    "kernels",
-    "metrics",
-    "priors",
-    "raw_embedding_distances",
-    "spectral",
-]
+from pymc_sle._lazy import lazy_attributes
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # the public names; imported on first use (see pymc_sle._lazy)
+    from pymc_sle import datasets, distances, evaluation, gp, inference, kernels
+    from pymc_sle.distance_matrix import DistanceMatrix
+    from pymc_sle.evaluation import diagnostics, metrics
+    from pymc_sle.inference import find_map, priors
+    from pymc_sle.kernels import (
+        INNER_KERNELS,
+        SLE,
+        baselines,
+        bump,
+        embedding_distances,
+        raw_embedding_distances,
+        spectral,
+    )
+
+#: The first release's module paths (``from pymc_sle.priors import sle_priors``), kept working
+#: as aliases of the modules that now hold them.
+_ALIASES = {
+    "pymc_sle.priors": "pymc_sle.inference.priors",
+    "pymc_sle.metrics": "pymc_sle.evaluation.metrics",
+    "pymc_sle.diagnostics": "pymc_sle.evaluation.diagnostics",
+    "pymc_sle.baselines": "pymc_sle.kernels.baselines",
+    "pymc_sle.spectral": "pymc_sle.kernels.spectral",
+}
+
+
+class _AliasLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an alias path as the module it stands for (the same module object)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in _ALIASES:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module(_ALIASES[spec.name])
+
+    def exec_module(self, module):
+        pass  # already executed under its own name
+
+
+if not any(isinstance(finder, _AliasLoader) for finder in sys.meta_path):
+    sys.meta_path.append(_AliasLoader())
+
+
+__getattr__, __dir__, _public = lazy_attributes(__name__, __file__)
+__all__ = sorted([*_public, "__version__"])

@@ -7,10 +7,9 @@ the expected value and the actual one, so that a user never meets a failure deep
 from __future__ import annotations
 
 import numbers
+import sys
 
 import numpy as np
-from pytensor.graph.basic import Constant, Variable
-from pytensor.tensor.sharedvar import TensorSharedVariable
 
 __all__ = [
     "as_index_array",
@@ -21,19 +20,32 @@ __all__ = [
 ]
 
 
+def _is_symbolic(value) -> bool:
+    """Whether ``value`` is a PyTensor variable (PyTensor is imported only if it already is:
+    without it, no variable can exist, and the distance builders stay light)."""
+    if "pytensor" not in sys.modules:
+        return False
+    from pytensor.graph.basic import Variable
+
+    return isinstance(value, Variable)
+
+
 def constant_value(value):
     """Return the numpy value of ``value`` when it is known now, else ``None``.
 
     Numbers, arrays, PyTensor constants and shared variables (``pm.Data``) have a value now;
     random variables and other symbolic expressions do not.
     """
+    if not _is_symbolic(value):
+        return np.asarray(value)
+    from pytensor.graph.basic import Constant
+    from pytensor.tensor.sharedvar import TensorSharedVariable
+
     if isinstance(value, Constant):
         return np.asarray(value.data)
     if isinstance(value, TensorSharedVariable):
         return np.asarray(value.get_value(borrow=True))
-    if isinstance(value, Variable):
-        return None
-    return np.asarray(value)
+    return None
 
 
 def _describe_nonfinite(values: np.ndarray) -> str:
@@ -137,7 +149,7 @@ def check_positive_parameter(name: str, value, n_landmarks: int | None):
         else f"a scalar or a vector of length {n_landmarks} (one per landmark)"
     )
     allowed_lengths = () if n_landmarks is None else (1, n_landmarks)
-    if isinstance(value, Variable):
+    if _is_symbolic(value):
         ndim = value.type.ndim
         length = value.type.shape[0] if ndim == 1 else None
         if ndim > 1 or (ndim == 1 and n_landmarks is None):

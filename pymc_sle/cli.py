@@ -181,47 +181,96 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's default after its help (unless it has none); examples kept as written."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+_EXAMPLES = {
+    "pymc-sle": "examples:\n  pymc-sle demo --quick\n"
+    "  pymc-sle distances geodesic mesh.obj --out D.npz",
+    "demo": "examples:\n  pymc-sle demo                 # the full demo (4 chains)\n"
+    "  pymc-sle demo --quick --out /tmp/sle-demo",
+    "distances": "examples:\n  pymc-sle distances geodesic mesh.obj --cols 0:200 --out D.npz\n"
+    "  pymc-sle distances wasserstein images.npy --out W2.npz --store w2-store",
+    "geodesic": "example:\n"
+    "  pymc-sle distances geodesic bunny.obj --cols train.npy --out geodesic.npz",
+    "wasserstein": "example:\n  pymc-sle distances wasserstein images.npy --rows 0:500 --cols "
+    "train.txt --out w2.npz --store w2-store",
+    "sliced": "example:\n  pymc-sle distances sliced images.npy --projections 50 --out sw2.npz",
+}
+
+
+def _command(commands, name: str, help_text: str) -> argparse.ArgumentParser:
+    return commands.add_parser(
+        name,
+        help=help_text,
+        description=help_text[0].upper() + help_text[1:] + ".",
+        epilog=_EXAMPLES[name],
+        formatter_class=_HelpFormatter,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from pymc_sle.distances import GEODESIC_METHODS, SLICED_METHODS
+    from pymc_sle import __version__
+    from pymc_sle.distances._methods import GEODESIC_METHODS, SLICED_METHODS
 
     parser = _Parser(
-        prog="pymc-sle", description="Gaussian processes on distances with the SLE kernel."
+        prog="pymc-sle",
+        description="Gaussian processes on distances with the SLE kernel.",
+        epilog=_EXAMPLES["pymc-sle"],
+        formatter_class=_HelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser(
-        "demo",
-        help="SLE-Matern vs Matern-3/2 on a 1-D function with NUTS (the paper's Figure 1)",
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, help="what to run")
+    demo = _command(
+        commands, "demo", "SLE-Matern vs Matern-3/2 on a 1-D function with NUTS (Figure 1)"
     )
-    demo.add_argument("--out", default="sle-demo", help="output folder (default: %(default)s)")
+    demo.add_argument("--out", default="sle-demo", help="output folder")
     demo.add_argument("--quick", action="store_true", help="small data and short chains (CI)")
-    demo.add_argument("--draws", type=_positive_int, help="draws per chain (default 1000)")
-    demo.add_argument("--tune", type=_positive_int, help="tuning steps per chain (default 1000)")
-    demo.add_argument("--chains", type=_positive_int, help="number of chains (default 4)")
-    demo.add_argument("--cores", type=_positive_int, help="parallel chains (default 2)")
-    demo.add_argument("--seed", type=int, help="random seed (default 0)")
+    demo.add_argument("--draws", type=_positive_int, help="draws per chain (full demo: 1000)")
+    demo.add_argument("--tune", type=_positive_int, help="tuning steps per chain (full: 1000)")
+    demo.add_argument("--chains", type=_positive_int, help="number of chains (full: 4)")
+    demo.add_argument("--cores", type=_positive_int, help="parallel chains (full: 2)")
+    demo.add_argument("--seed", type=int, help="random seed (full: 0)")
     demo.add_argument(
-        "--sampler", choices=["pymc", "nutpie", "numpyro", "blackjax"], help="NUTS implementation"
+        "--sampler",
+        choices=["pymc", "nutpie", "numpyro", "blackjax"],
+        help="NUTS implementation (full: pymc)",
     )
     demo.set_defaults(handler=_demo)
 
-    dist = commands.add_parser("distances", help="compute a distance matrix and save it")
-    kinds = dist.add_subparsers(dest="kind", required=True)
+    dist = _command(commands, "distances", "compute a distance matrix and save it")
+    kinds = dist.add_subparsers(dest="kind", required=True, help="the kind of distance")
     for kind, help_text, input_help in (
         ("geodesic", "geodesic distances on a triangle mesh", "mesh file (OBJ, PLY, STL, ...)"),
         ("wasserstein", "exact W2 between images", ".npy array of shape (n, *grid)"),
         ("sliced", "sliced W2 between images", ".npy array of shape (n, *grid)"),
     ):
-        sub = kinds.add_parser(kind, help=help_text)
+        sub = _command(kinds, kind, help_text)
         sub.add_argument("input", type=_input_file, help=input_help)
         sub.add_argument(
             "--out", type=_output_file, required=True, help="output DistanceMatrix (.npz or .npy)"
         )
-        sub.add_argument("--rows", type=_indices, help="row indices: 'a:b', 'i,j,k' or a file")
-        sub.add_argument("--cols", type=_indices, help="column indices (landmarks), same forms")
-        sub.add_argument("--jobs", type=_jobs, default=-1, help="worker processes (default: all)")
+        sub.add_argument(
+            "--rows", type=_indices, help="row indices: 'a:b', 'i,j,k' or a .npy/.txt file (all)"
+        )
+        sub.add_argument(
+            "--cols", type=_indices, help="column indices (landmarks), same forms (all)"
+        )
+        sub.add_argument(
+            "--jobs", type=_jobs, default=1, help="worker processes, -1 for one per core"
+        )
         sub.add_argument("--quiet", action="store_true", help="no progress bar")
         if kind == "geodesic":
-            sub.add_argument("--method", choices=GEODESIC_METHODS, default="graph")
+            sub.add_argument(
+                "--method", choices=GEODESIC_METHODS, default="graph", help="geodesic solver"
+            )
             continue
         sub.add_argument("--squared", action="store_true", help="squared distances")
         sub.add_argument("--spacing", type=float, default=1.0, help="pixel size")
@@ -230,10 +279,19 @@ def build_parser() -> argparse.ArgumentParser:
             "--scheduler", type=_scheduler, help="Dask scheduler address, e.g. tcp://host:8786"
         )
         if kind == "sliced":
-            sub.add_argument("--projections", type=_positive_int, default=50)
-            sub.add_argument("--seed", type=int, default=0)
-            sub.add_argument("--method", choices=SLICED_METHODS, default="auto")
-            sub.add_argument("--quantiles", type=_positive_int, default=4096)
+            sub.add_argument(
+                "--projections", type=_positive_int, default=50, help="random directions"
+            )
+            sub.add_argument("--seed", type=int, default=0, help="seed of the directions")
+            sub.add_argument(
+                "--method", choices=SLICED_METHODS, default="auto", help="1-D W2 solver"
+            )
+            sub.add_argument(
+                "--quantiles",
+                type=_positive_int,
+                default=4096,
+                help="quantile levels per projection (method 'quantiles')",
+            )
     dist.set_defaults(handler=_distances)
     return parser
 
@@ -241,10 +299,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``pymc-sle`` command with ``argv`` (default: the process's arguments); return its
     exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # --help and usage errors exit here, before heavy imports
     from pymc_sle.distances import MetricError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
         return args.handler(args)
     except (ValueError, TypeError, OSError, ImportError, MetricError) as err:

@@ -1,9 +1,12 @@
+import argparse
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from pymc_sle import DistanceMatrix
+from pymc_sle import DistanceMatrix, __version__
 from pymc_sle.cli import build_parser, main
 
 
@@ -22,6 +25,43 @@ def test_rejects_non_positive_draws(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["demo", "--draws", "0"])
     assert "must be a positive integer" in capsys.readouterr().err
+
+
+def test_help_and_version_do_not_import_the_modelling_stack():
+    # --help must answer at once: neither PyMC nor PyTensor (seconds to import) may load
+    code = (
+        "import sys\n"
+        "from pymc_sle.cli import main\n"
+        "for argv in (['--help'], ['distances', 'geodesic', '--help'], ['--version']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(sorted(m for m in ('pymc', 'pytensor', 'numba', 'scipy') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert f"pymc-sle {__version__}" in out.stdout
+
+
+def _subparsers(parser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield sub
+                yield from _subparsers(sub)
+
+
+def test_every_command_has_an_example_and_every_option_help():
+    parsers = [build_parser(), *_subparsers(build_parser())]
+    assert len(parsers) == 6  # pymc-sle, demo, distances and its three kinds
+    for parser in parsers:
+        assert "pymc-sle " in (parser.epilog or ""), parser.prog
+        for action in parser._actions:
+            assert action.help, f"{parser.prog} {action.option_strings or action.dest}"
+    geodesic_help = next(p for p in parsers if p.prog.endswith("geodesic")).format_help()
+    assert "(default: 1)" in geodesic_help and "(default: graph)" in geodesic_help
+    assert "(default: None)" not in geodesic_help
 
 
 def test_requires_a_command(capsys):

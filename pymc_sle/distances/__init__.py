@@ -1,26 +1,20 @@
 """Distance builders: only the rows x columns a model needs, in parallel, resumable.
 
-Every builder returns a :class:`~pymc_sle.DistanceMatrix`.
+Every builder returns a :class:`~pymc_sle.DistanceMatrix`. Names are imported on first use, so
+``import pymc_sle.distances`` is cheap and a builder loads only what it needs.
 """
 
-from pymc_sle.distances._geodesic import GEODESIC_METHODS, Mesh, geodesic, load_mesh
-from pymc_sle.distances._pairwise import MetricError, pairwise
-from pymc_sle.distances._sliced import SLICED_METHODS, random_projections, sliced_wasserstein
-from pymc_sle.distances._store import StoreWarning
-from pymc_sle.distances._strings import edit_distance
-from pymc_sle.distances._transport import wasserstein
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "GEODESIC_METHODS",
-    "Mesh",
-    "MetricError",
-    "SLICED_METHODS",
-    "StoreWarning",
-    "edit_distance",
-    "geodesic",
-    "load_mesh",
-    "pairwise",
-    "random_projections",
-    "sliced_wasserstein",
-    "wasserstein",
-]
+from pymc_sle._lazy import lazy_attributes
+
+if TYPE_CHECKING:  # the public names; imported on first use (see pymc_sle._lazy)
+    from pymc_sle.distances._geodesic import Mesh, geodesic, load_mesh
+    from pymc_sle.distances._methods import GEODESIC_METHODS, SLICED_METHODS
+    from pymc_sle.distances._pairwise import MetricError, pairwise
+    from pymc_sle.distances._sliced import random_projections, sliced_wasserstein
+    from pymc_sle.distances._store import StoreWarning
+    from pymc_sle.distances._strings import edit_distance
+    from pymc_sle.distances._transport import wasserstein
+
+__getattr__, __dir__, __all__ = lazy_attributes(__name__, __file__)

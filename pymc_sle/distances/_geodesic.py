@@ -14,11 +14,9 @@ from scipy.sparse import csgraph
 
 from pymc_sle._validation import as_index_array, indices_or_all
 from pymc_sle.distance_matrix import DistanceMatrix
+from pymc_sle.distances._methods import GEODESIC_METHODS
 
-__all__ = ["GEODESIC_METHODS", "Mesh", "geodesic", "load_mesh"]
-
-#: ``method`` names accepted by :func:`geodesic`.
-GEODESIC_METHODS = ("graph", "heat", "exact")
+__all__ = ["Mesh", "geodesic", "load_mesh"]
 
 
 @dataclass(frozen=True, eq=False)

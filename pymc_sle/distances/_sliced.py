@@ -10,13 +10,11 @@ import numpy as np
 
 from pymc_sle._validation import indices_or_all
 from pymc_sle.distance_matrix import DistanceMatrix
+from pymc_sle.distances._methods import SLICED_METHODS
 from pymc_sle.distances._pairwise import pairwise
 from pymc_sle.distances._transport import as_measures, grid_coordinates
 
-__all__ = ["SLICED_METHODS", "random_projections", "sliced_wasserstein"]
-
-#: The ``method`` values of :func:`sliced_wasserstein`.
-SLICED_METHODS = ("auto", "exact", "quantiles", "pairwise")
+__all__ = ["random_projections", "sliced_wasserstein"]
 
 
 def random_projections(dimension: int, n_projections: int, seed: int | None = 0) -> np.ndarray:
