@@ -263,8 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--cols", type=_indices, help="column indices (landmarks), same forms (all)"
         )
-        sub.add_argument(
-            "--jobs", type=_jobs, default=1, help="worker processes, -1 for one per core"
+        sub.add_argument(  # the library's defaults: geodesic() 1, the transport builders -1
+            "--jobs",
+            type=_jobs,
+            default=1 if kind == "geodesic" else -1,
+            help="worker processes, -1 for one per core (small jobs run in-process)",
         )
         sub.add_argument("--quiet", action="store_true", help="no progress bar")
         if kind == "geodesic":

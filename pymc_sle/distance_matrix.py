@@ -18,6 +18,28 @@ _FORMAT_VERSION = 1
 _DTYPES = {"float64": np.float64, "float32": np.float32}
 
 
+def _validated(name: str, values, dtype: str) -> np.ndarray:
+    """``values`` as a C-ordered ``dtype`` copy, after checking that it is a non-empty 2-D array
+    of finite, non-negative reals; errors name ``name``."""
+    raw = np.asarray(values)
+    if raw.dtype == object or raw.dtype == bool or not np.issubdtype(raw.dtype, np.number):
+        raise TypeError(f"`{name}` must be a real numeric array, but has dtype {raw.dtype}")
+    if np.iscomplexobj(raw):
+        raise TypeError(f"`{name}` must be real, but has complex dtype {raw.dtype}")
+    if raw.ndim != 2:
+        raise ValueError(
+            f"`{name}` must be a 2-D array (n_points, n_columns), but has shape {raw.shape}"
+        )
+    if raw.size == 0:
+        raise ValueError(f"`{name}` must not be empty, but has shape {raw.shape}")
+    with np.errstate(over="ignore"):
+        array = np.array(raw, dtype=_DTYPES[dtype], order="C", copy=True)
+    if np.isfinite(raw).all() and not np.isfinite(array).all():
+        raise ValueError(f"`{name}` overflow in {dtype}; use dtype='float64'")
+    check_finite_nonnegative(name, array)
+    return array
+
+
 class DistanceMatrix:
     r"""Distances :math:`D_{ij} = d(x_i, z_j)` from every point a model evaluates to landmarks.
 
@@ -61,22 +83,7 @@ class DistanceMatrix:
     def __init__(self, values, *, dtype: str = "float64", metadata: dict[str, Any] | None = None):
         if dtype not in _DTYPES:
             raise ValueError(f"`dtype` must be one of {sorted(_DTYPES)}, but got {dtype!r}")
-        raw = np.asarray(values)
-        if raw.dtype == object or raw.dtype == bool or not np.issubdtype(raw.dtype, np.number):
-            raise TypeError(f"`values` must be a real numeric array, but has dtype {raw.dtype}")
-        if np.iscomplexobj(raw):
-            raise TypeError(f"`values` must be real, but has complex dtype {raw.dtype}")
-        if raw.ndim != 2:
-            raise ValueError(
-                f"`values` must be a 2-D array (n_points, n_columns), but has shape {raw.shape}"
-            )
-        if raw.size == 0:
-            raise ValueError(f"`values` must not be empty, but has shape {raw.shape}")
-        with np.errstate(over="ignore"):
-            array = np.array(raw, dtype=_DTYPES[dtype], order="C", copy=True)
-        if np.isfinite(raw).all() and not np.isfinite(array).all():
-            raise ValueError(f"`values` overflow in {dtype}; use dtype='float64'")
-        check_finite_nonnegative("values", array)
+        array = _validated("values", values, dtype)
         array.setflags(write=False)
         self._values = array
         self.metadata = dict(metadata or {})
@@ -142,6 +149,51 @@ class DistanceMatrix:
         if cols is not None:
             values = values[:, as_index_array("cols", cols, self.n_columns, axis_name="columns")]
         return DistanceMatrix(values, dtype=self.dtype.name, metadata=self.metadata)
+
+    def append(self, rows) -> DistanceMatrix:
+        """Return a new ``DistanceMatrix`` with ``rows`` (distances from more points to the same
+        columns) after the existing rows.
+
+        For points that arrive after a fit: their distances to the landmark columns, e.g. from
+        ``pairwise(new_items, metric, to=landmark_items)``. The result has this matrix's dtype
+        and metadata, plus ``appended``: the number of rows added by each call so far.
+
+        Parameters
+        ----------
+        rows : DistanceMatrix or array_like of shape (k, n_columns)
+            Finite, non-negative distances. A ``DistanceMatrix`` whose metadata names another
+            ``metric`` is refused: its distances would not be comparable.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pymc_sle import DistanceMatrix
+        >>> D = DistanceMatrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
+        >>> D.append([[0.5, 0.5]]).values
+        array([[0. , 1. ],
+               [1. , 0. ],
+               [0.5, 0.5]])
+        """
+        if isinstance(rows, DistanceMatrix):
+            mine, theirs = self.metadata.get("metric"), rows.metadata.get("metric")
+            if mine is not None and theirs is not None and mine != theirs:
+                raise ValueError(
+                    f"`rows` must hold distances of this matrix's metric {mine!r}, but holds "
+                    f"{theirs!r}"
+                )
+            new = rows.values
+        else:
+            new = _validated("rows", rows, self.dtype.name)
+        if new.shape[1] != self.n_columns:
+            raise ValueError(
+                f"`rows` must have one column per column of this matrix ({self.n_columns}), "
+                f"but has shape {new.shape}"
+            )
+        metadata = dict(self.metadata)
+        metadata["appended"] = [*metadata.get("appended", []), int(new.shape[0])]
+        return DistanceMatrix(
+            np.vstack([self._values, new]), dtype=self.dtype.name, metadata=metadata
+        )
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the matrix without pickle.

@@ -166,3 +166,34 @@ def test_take_rejects_out_of_range(values):
         ValueError, match=r"`cols` must index the 4 columns \(0 to 3\), but contains 4"
     ):
         DistanceMatrix(values).take(cols=[4])
+
+
+def test_append_adds_rows_and_keeps_dtype_and_metadata():
+    D = DistanceMatrix(
+        np.array([[0.0, 1.0], [1.0, 0.0]]), dtype="float32", metadata={"metric": "m"}
+    )
+    grown = D.append([[0.5, 2.0], [3.0, 0.25]]).append(DistanceMatrix([[1.0, 1.0]]))
+    np.testing.assert_array_equal(
+        grown.values, np.array([[0, 1], [1, 0], [0.5, 2], [3, 0.25], [1, 1]], dtype=np.float32)
+    )
+    assert grown.dtype == np.float32 and grown.metadata == {"metric": "m", "appended": [2, 1]}
+    assert D.shape == (2, 2)  # unchanged
+
+
+@pytest.mark.parametrize(
+    ("rows", "error", "fragment"),
+    [
+        ([[0.5, -1.0]], ValueError, "negative"),
+        ([[0.5, np.nan]], ValueError, "NaN"),
+        ([0.5, 1.0], ValueError, "2-D"),
+        ([[0.5, 1.0, 2.0]], ValueError, r"one column per column of this matrix \(2\)"),
+        ([["a", "b"]], TypeError, "numeric"),
+        (DistanceMatrix([[1.0, 1.0]], metadata={"metric": "other"}), ValueError, "'other'"),
+    ],
+    ids=["negative", "nan", "1-D", "columns", "strings", "other metric"],
+)
+def test_append_rejects_rows_that_do_not_fit(rows, error, fragment):
+    D = DistanceMatrix(np.array([[0.0, 1.0], [1.0, 0.0]]), metadata={"metric": "m"})
+    with pytest.raises(error, match=fragment) as caught:
+        D.append(rows)
+    assert "`rows`" in str(caught.value)

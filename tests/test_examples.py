@@ -26,6 +26,10 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
          [r"first run: \(40, 20\) block", r"rerun \(resumes from the store\): \(40, 20\) block"],
          ["w2.npz"]),
         ("sampler_backends.py", [], [r"^pymc +\d", r"^nutpie +\d", r"^numpyro +\d"], []),
+        ("new_data_after_fit.py", [],
+         [r"W2 block of the new images: \(17, 60\)",
+          r"posterior predictive draws for the new images: \(2, 200, 17\)",
+          r"scores on the new images: \{'rmse'", r"training then new rows: \(77, 60\)"], []),
     ],
 )  # fmt: skip
 def test_example_runs(tmp_path, script, extra, expected_output, expected_files):

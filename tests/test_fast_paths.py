@@ -5,7 +5,6 @@ on the C and NUMBA backends (and JAX when installed), and NUMBA must never fall 
 mode.
 """
 
-import importlib.util
 import warnings
 
 import numpy as np
@@ -13,6 +12,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from backends import MODES
 from pytensor.graph import ancestors
 from scipy.stats import multivariate_normal
 
@@ -26,8 +26,6 @@ from pymc_sle.kernels._embedding_ops import (
     sparse_squared_distances,
     support_squared_distances,
 )
-
-MODES = ["FAST_RUN", "NUMBA"] + (["JAX"] if importlib.util.find_spec("jax") else [])
 
 
 def compile_fn(inputs, outputs, mode):

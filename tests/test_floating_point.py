@@ -5,13 +5,12 @@ The family of issue 16: points whose distances to one landmark differ by 1e-9 ha
 digit, and a short length scale turned that into min eigenvalue / trace of -2.8e-5.
 """
 
-import importlib.util
-
 import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from backends import MODES
 
 import pymc_sle as sle
 from pymc_sle._euclidean import squared_euclidean
@@ -22,7 +21,6 @@ from pymc_sle.kernels._embedding_ops import (
     dense_squared_distances,
 )
 
-MODES = ["FAST_RUN", "NUMBA"] + (["JAX"] if importlib.util.find_spec("jax") else [])
 INNERS = ["matern12", "matern32", "matern52", "rbf"]
 N_NEAR = 30
 

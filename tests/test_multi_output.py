@@ -2,20 +2,17 @@
 deprecated ``is_observed``, and clear errors for ``y`` of the wrong shape. PyMC's
 ``pm.gp.Marginal`` (``pm.MvNormal``) is the reference throughout."""
 
-import importlib.util
-
 import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from backends import MODES
 from scipy.stats import multivariate_normal
 
 import pymc_sle
 from pymc_sle import SLE
 from pymc_sle.gp import GaussianLogDensity, gaussian_logp
-
-MODES = ["FAST_RUN", "NUMBA"] + (["JAX"] if importlib.util.find_spec("jax") else [])
 
 
 def random_spd(n, seed):

@@ -227,3 +227,36 @@ def test_a_block_of_the_wrong_shape_is_a_metric_error():
     metric.block = lambda rows, cols: np.zeros((1, 1))
     with pytest.raises(MetricError, match=r"`metric.block` must return shape \(3, 3\)"):
         pairwise(["a", "b", "c"], metric, n_jobs=1, chunk_size=3, progress=False)
+
+
+def test_a_small_job_never_starts_workers():
+    """Sixteen instant pairs with n_jobs=2: computed in this process, no worker start-up."""
+    D = pairwise(
+        [0.0] * 4 + [1.0] * 4, slow_metric.InWorker(), n_jobs=2, chunk_size=2, progress=False
+    )
+    assert (D.values == 0).all()
+
+
+def test_a_long_job_uses_the_workers():
+    """Blocks of 0.3 s pairs: the first block shows the job will outlast the workers' start-up."""
+    items = [0.3] * 6
+    D = pairwise(items, slow_metric.InWorker(), cols=[0], n_jobs=2, chunk_size=1, progress=False)
+    assert D.values[0, 0] == 0.0  # the first block, measured in this process
+    assert (D.values[1:] == 1.0).all()
+
+
+def test_to_computes_the_block_against_other_items():
+    words = ["kitten", "sitting", "mitten", "fitting", "bitten", "smitten"]
+    D = pairwise(words[4:], edit_distance, to=words[:4], cols=[0, 3], progress=False)
+    expected = pairwise(words, edit_distance, rows=[4, 5], cols=[0, 3], n_jobs=1, progress=False)
+    np.testing.assert_array_equal(D.values, expected.values)
+    assert D.metadata["cols"] == [0, 3] and D.metadata["to"] == 4
+
+
+def test_to_validates_its_indices_and_contents():
+    with pytest.raises(ValueError, match="`to` must not be empty"):
+        pairwise(["a"], edit_distance, to=[], progress=False)
+    with pytest.raises(ValueError, match=r"`cols`.*items of `to`"):
+        pairwise(["a"], edit_distance, to=["b"], cols=[1], progress=False)
+    with pytest.raises(ValueError, match="`symmetric=True`"):
+        pairwise(["a"], edit_distance, to=["a"], symmetric=True, progress=False)

@@ -1,30 +1,19 @@
 """Inputs that change after the model is built: ``pm.Data`` row indices checked whenever the
 graph runs, on every backend, and columns of ``X`` that no kernel reads."""
 
-import importlib.util
 import warnings
 
 import numpy as np
 import pymc as pm
 import pytensor
 import pytest
+from backends import MODES, raised_by
 
 import pymc_sle
 from pymc_sle import SLE
-from pymc_sle.kernels._index import CheckedRows
+from pymc_sle.kernels._inputs import CheckedRows
 
-MODES = ["FAST_RUN", "NUMBA"] + (["JAX"] if importlib.util.find_spec("jax") else [])
 N_TRAIN = 20
-
-
-def raised_by(mode):
-    """What a failed check raises: a ValueError, or on JAX the runtime error carrying it (a traced
-    program cannot raise; the host callback's ValueError aborts the computation)."""
-    if mode == "JAX":
-        import jax
-
-        return (ValueError, jax.errors.JaxRuntimeError)
-    return ValueError
 
 
 def _model(graph_distances, mode=None):

@@ -116,3 +116,13 @@ def test_rejects_zero_quantiles(images):
 def test_rejects_zero_projections(images):
     with pytest.raises(ValueError, match="`n_projections` must be a positive integer, but got 0"):
         sliced_wasserstein(images, n_projections=0)
+
+
+@pytest.mark.parametrize("method", ["exact", "quantiles", "pairwise"])
+def test_to_gives_the_new_images_block_without_the_rest(images, method):
+    whole = sliced_wasserstein(
+        images, rows=[3, 4], cols=[0, 2], method=method, n_jobs=1, progress=False
+    )
+    new = sliced_wasserstein(images[3:5], to=images[:3], cols=[0, 2], method=method, progress=False)
+    np.testing.assert_allclose(new.values, whole.values, rtol=1e-12)
+    assert new.metadata["cols"] == [0, 2] and new.metadata["to"] == 3

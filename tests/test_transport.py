@@ -103,3 +103,25 @@ def test_rejects_mismatched_weights():
 def test_rejects_non_positive_spacing():
     with pytest.raises(ValueError, match="`spacing` must be > 0, but got 0"):
         wasserstein(np.ones((2, 2, 2)), spacing=0)
+
+
+def test_to_gives_the_new_images_block_without_the_rest(rng):
+    images = rng.uniform(size=(6, 4, 4))
+    whole = wasserstein(images, rows=[4, 5], cols=[0, 2], n_jobs=1, progress=False)
+    new = wasserstein(images[4:], to=images[:3], cols=[0, 2], progress=False)
+    np.testing.assert_allclose(new.values, whole.values, rtol=1e-12)
+    clouds = [(rng.normal(size=(5, 2)), np.ones(5)) for _ in range(3)]
+    new = wasserstein(clouds[:1], to=clouds[1:], n_jobs=1, progress=False)
+    np.testing.assert_allclose(
+        new.values, wasserstein(clouds, rows=[0], cols=[1, 2], n_jobs=1, progress=False).values
+    )
+
+
+def test_to_must_share_the_grid_and_is_named_in_errors(rng):
+    images = rng.uniform(size=(2, 4, 4))
+    with pytest.raises(ValueError, match=r"`to` must be on the grid of `measures` \(4, 4\)"):
+        wasserstein(images, to=rng.uniform(size=(2, 5, 5)), progress=False)
+    with pytest.raises(ValueError, match=r"`to\[1\]` has negative weights"):
+        wasserstein(images, to=np.stack([images[0], -images[1]]), progress=False)
+    with pytest.raises(ValueError, match="`to` point clouds must have the dimension"):
+        wasserstein([(np.zeros((2, 2)), np.ones(2))], to=[(np.zeros((2, 3)), np.ones(2))])

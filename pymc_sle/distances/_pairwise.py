@@ -107,14 +107,34 @@ def _exit_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="pymc-sle-parent-watch", daemon=True).start()
 
 
+#: Starting worker processes costs about this many seconds (interpreter, imports, pickling the
+#: items); a computation expected to finish sooner in this process stays in it.
+WORKER_START_SECONDS = 1.0
+
+
 def _run_joblib(tasks, n_jobs: int) -> Iterator[tuple[_Chunk, np.ndarray]]:
-    parallel = joblib.Parallel(
-        n_jobs=n_jobs,
-        return_as="generator_unordered",
-        initializer=_exit_with_parent,
-        initargs=(os.getpid(),),
-    )
-    yield from parallel(joblib.delayed(_chunk_and_block)(chunk, args) for chunk, args in tasks)
+    """Blocks in worker processes -- unless the job is small: the first block is computed here,
+    and if all of them would take less than ``WORKER_START_SECONDS`` at that pace, the rest
+    follow it here too, so a small job never pays for starting workers."""
+    tasks = list(tasks)
+    if not tasks:
+        return
+    if n_jobs != 1:
+        started = time.perf_counter()
+        yield _chunk_and_block(*tasks[0])
+        elapsed = time.perf_counter() - started
+        tasks = tasks[1:]
+        if elapsed * len(tasks) >= WORKER_START_SECONDS:
+            parallel = joblib.Parallel(
+                n_jobs=n_jobs,
+                return_as="generator_unordered",
+                initializer=_exit_with_parent,
+                initargs=(os.getpid(),),
+            )
+            yield from parallel(joblib.delayed(_chunk_and_block)(c, args) for c, args in tasks)
+            return
+    for task in tasks:
+        yield _chunk_and_block(*task)
 
 
 def _check_client(client) -> None:
@@ -157,12 +177,23 @@ def _check_block(block: np.ndarray, chunk: _Chunk, row_ids, col_ids) -> None:
         )
 
 
+def joined(items, rows, to, cols) -> tuple[list, np.ndarray, np.ndarray]:
+    """``items`` followed by ``to`` as one list, with ``rows`` (indices into ``items``, default
+    all) and ``cols`` (into ``to``, default all) as indices into it."""
+    if len(to) == 0:
+        raise ValueError("`to` must not be empty, but has length 0")
+    row_ids = indices_or_all("rows", rows, len(items), axis_name="items")
+    col_ids = indices_or_all("cols", cols, len(to), axis_name="items of `to`")
+    return [*items, *to], row_ids, len(items) + col_ids
+
+
 def pairwise(
     items: Sequence,
     metric: Callable[[object, object], float],
     rows=None,
     cols=None,
     *,
+    to: Sequence | None = None,
     symmetric: bool | None = None,
     n_jobs: int = -1,
     chunk_size: int | None = None,
@@ -188,13 +219,19 @@ def pairwise(
         :func:`~pymc_sle.distances.edit_distance` has) is called once per block instead of once
         per pair: vectorised metrics skip Python's per-pair overhead.
     rows, cols : array_like of int, optional
-        Indices into ``items``; ``None`` means all.
+        Indices into ``items`` (``cols``: into ``to`` when given); ``None`` means all.
+    to : sequence, optional
+        Other items for the columns: ``D[i, j] = d(items[rows[i]], to[cols[j]])``. For points
+        that arrive after a fit, ``pairwise(new_items, metric, to=landmark_items)`` computes
+        exactly the block the model needs, without the training block.
     symmetric : bool, optional
         Compute each unordered pair once and set ``D[i, i] = 0``; requires ``rows == cols``.
         Default: True when ``rows`` and ``cols`` are identical, which assumes a symmetric metric
         with ``d(x, x) = 0``; pass ``False`` for anything else.
     n_jobs : int, default -1
-        Worker processes (-1: all cores; 1: run in this process).
+        Worker processes (-1: all cores; 1: run in this process). A job whose first block
+        suggests it will finish within about a second stays in this process whatever ``n_jobs``
+        says: starting workers would cost more than it saves.
     chunk_size : int, optional
         Rows and columns per block (default: ~8 blocks along the longer side, at most 256).
     store : path, optional
@@ -235,8 +272,11 @@ def pairwise(
     n_items = len(items)
     if n_items == 0:
         raise ValueError("`items` must not be empty, but has length 0")
-    row_ids = indices_or_all("rows", rows, n_items, axis_name="items")
-    col_ids = indices_or_all("cols", cols, n_items, axis_name="items")
+    if to is None:
+        row_ids = indices_or_all("rows", rows, n_items, axis_name="items")
+        col_ids = indices_or_all("cols", cols, n_items, axis_name="items")
+    else:
+        items, row_ids, col_ids = joined(items, rows, to, cols)
     same = row_ids.shape == col_ids.shape and np.array_equal(row_ids, col_ids)
     if symmetric is None:
         symmetric = same
@@ -302,6 +342,9 @@ def pairwise(
         metadata={
             "metric": metric_id if metric_id is not None else metric_name(metric),
             "rows": row_ids.tolist() if rows is not None else None,
-            "cols": col_ids.tolist() if cols is not None else None,
+            "cols": (col_ids - (n_items if to is not None else 0)).tolist()
+            if cols is not None
+            else None,
+            **({"to": len(to)} if to is not None else {}),
         },
     )

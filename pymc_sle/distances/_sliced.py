@@ -11,8 +11,8 @@ import numpy as np
 from pymc_sle._validation import indices_or_all
 from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.distances._methods import SLICED_METHODS
-from pymc_sle.distances._pairwise import pairwise
-from pymc_sle.distances._transport import as_measures, grid_coordinates
+from pymc_sle.distances._pairwise import joined, pairwise
+from pymc_sle.distances._transport import grid_coordinates, measures_and_targets
 
 __all__ = ["random_projections", "sliced_wasserstein"]
 
@@ -153,6 +153,7 @@ def sliced_wasserstein(
     rows=None,
     cols=None,
     *,
+    to=None,
     n_projections: int = 50,
     seed: int | None = 0,
     squared: bool = False,
@@ -183,7 +184,9 @@ def sliced_wasserstein(
         Images on a shared grid or weighted point clouds, as in
         :func:`~pymc_sle.distances.wasserstein`.
     rows, cols : array_like of int, optional
-        Measure indices; ``None`` means all.
+        Measure indices (``cols``: into ``to`` when given); ``None`` means all.
+    to : measures, optional
+        Other measures for the columns, as in :func:`~pymc_sle.distances.wasserstein`.
     n_projections : int, default 50
     seed : int, optional
         Seed of the projections.
@@ -226,7 +229,7 @@ def sliced_wasserstein(
         raise ValueError(f"`method` must be one of {SLICED_METHODS}, but got {method!r}")
     if not isinstance(n_quantiles, int | np.integer) or n_quantiles < 1:
         raise ValueError(f"`n_quantiles` must be a positive integer, but got {n_quantiles!r}")
-    prepared = as_measures(measures, spacing)
+    prepared, targets = measures_and_targets(measures, to, spacing)
     on_grid = prepared.grid_shape is not None
     if method in ("exact", "quantiles") and not on_grid:
         raise ValueError(f"method={method!r} needs images on a shared grid, not point clouds")
@@ -252,6 +255,7 @@ def sliced_wasserstein(
             _PotSliced(projections, coordinates),
             rows,
             cols,
+            to=None if targets is None else targets.items,
             n_jobs=n_jobs,
             chunk_size=chunk_size,
             store=store,
@@ -262,11 +266,15 @@ def sliced_wasserstein(
         values = result.values**2 if squared else result.values
         return DistanceMatrix(values, metadata={**result.metadata, "metric": description})
 
-    n = len(prepared.items)
-    row_ids = indices_or_all("rows", rows, n, axis_name="items")
-    col_ids = indices_or_all("cols", cols, n, axis_name="items")
-    weights = np.zeros((n, coordinates.shape[0]))
-    for i, (support, w) in enumerate(prepared.items):
+    items, offset = prepared.items, 0
+    if targets is None:
+        row_ids = indices_or_all("rows", rows, len(items), axis_name="items")
+        col_ids = indices_or_all("cols", cols, len(items), axis_name="items")
+    else:
+        items, row_ids, col_ids = joined(items, rows, targets.items, cols)
+        offset = len(prepared.items)
+    weights = np.zeros((len(items), coordinates.shape[0]))
+    for i, (support, w) in enumerate(items):
         weights[i, support] = w
     if method == "exact":
         values = _sliced_exact_on_grid(coordinates, weights, row_ids, col_ids, projections)
@@ -281,6 +289,7 @@ def sliced_wasserstein(
         metadata={
             "metric": description,
             "rows": row_ids.tolist() if rows is not None else None,
-            "cols": col_ids.tolist() if cols is not None else None,
+            "cols": (col_ids - offset).tolist() if cols is not None else None,
+            **({"to": len(targets.items)} if targets is not None else {}),
         },
     )

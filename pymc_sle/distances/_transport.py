@@ -30,66 +30,89 @@ class _Measures:
     spacing: float
 
 
-def _normalised(index: int, weights: np.ndarray) -> np.ndarray:
+def _normalised(name: str, index: int, weights: np.ndarray) -> np.ndarray:
     if not np.isfinite(weights).all():
-        raise ValueError(f"`measures[{index}]` has non-finite weights")
+        raise ValueError(f"`{name}[{index}]` has non-finite weights")
     if (weights < 0).any():
         raise ValueError(
-            f"`measures[{index}]` has negative weights (smallest {weights.min():.6g}); "
+            f"`{name}[{index}]` has negative weights (smallest {weights.min():.6g}); "
             "weights must be non-negative"
         )
     total = weights.sum()
     if not total > 0:
-        raise ValueError(f"`measures[{index}]` has zero total mass")
+        raise ValueError(f"`{name}[{index}]` has zero total mass")
     return weights / total
 
 
-def as_measures(measures, spacing: float = 1.0) -> _Measures:
-    """Validate and normalise images or weighted point clouds (see :func:`wasserstein`)."""
+def as_measures(measures, spacing: float = 1.0, *, name: str = "measures") -> _Measures:
+    """Validate and normalise images or weighted point clouds (see :func:`wasserstein`); errors
+    name the argument ``name``."""
     if not np.isfinite(spacing) or spacing <= 0:
         raise ValueError(f"`spacing` must be > 0, but got {spacing!r}")
     if isinstance(measures, np.ndarray) or (len(measures) and not isinstance(measures[0], tuple)):
         shapes = {np.shape(m) for m in measures}
         if len(shapes) != 1:
             raise ValueError(
-                f"`measures` images must share one grid, but have shapes {sorted(shapes)}"
+                f"`{name}` images must share one grid, but have shapes {sorted(shapes)}"
             )
         images = np.asarray(measures, dtype=float)
         if images.ndim < 2 or images.shape[0] == 0:
             raise ValueError(
-                "`measures` must be an array of shape (n, *grid) with n >= 1, but has shape "
+                f"`{name}` must be an array of shape (n, *grid) with n >= 1, but has shape "
                 f"{images.shape}"
             )
         items = []
         for index, image in enumerate(images.reshape(images.shape[0], -1)):
-            weights = _normalised(index, image)
+            weights = _normalised(name, index, image)
             support = np.flatnonzero(weights)
             items.append((support, weights[support]))
         return _Measures(items, images.shape[1:], float(spacing))
     items, dims = [], set()
     for index, measure in enumerate(measures):
         if len(measure) != 2:
-            raise ValueError(f"`measures[{index}]` must be a (positions, weights) pair")
+            raise ValueError(f"`{name}[{index}]` must be a (positions, weights) pair")
         positions = np.asarray(measure[0], dtype=float)
         if positions.ndim == 1:
             positions = positions[:, None]
         weights = np.asarray(measure[1], dtype=float)
         if positions.ndim != 2 or weights.shape != positions.shape[:1]:
             raise ValueError(
-                f"`measures[{index}]` must pair positions (k, d) with weights (k,), but has "
+                f"`{name}[{index}]` must pair positions (k, d) with weights (k,), but has "
                 f"shapes {positions.shape} and {weights.shape}"
             )
         if not np.isfinite(positions).all():
-            raise ValueError(f"`measures[{index}]` has non-finite positions")
-        weights = _normalised(index, weights)
+            raise ValueError(f"`{name}[{index}]` has non-finite positions")
+        weights = _normalised(name, index, weights)
         keep = weights > 0
         items.append((positions[keep] * spacing, weights[keep]))
         dims.add(positions.shape[1])
     if len(dims) > 1:
-        raise ValueError(f"`measures` point clouds must share a dimension, but have {sorted(dims)}")
+        raise ValueError(f"`{name}` point clouds must share a dimension, but have {sorted(dims)}")
     if not items:
-        raise ValueError("`measures` is empty")
+        raise ValueError(f"`{name}` is empty")
     return _Measures(items, None, float(spacing))
+
+
+def measures_and_targets(measures, to, spacing: float) -> tuple[_Measures, _Measures | None]:
+    """:func:`as_measures` of ``measures`` and of ``to`` (``None`` stays ``None``), which must
+    share their grid (images) or dimension (point clouds)."""
+    prepared = as_measures(measures, spacing)
+    if to is None:
+        return prepared, None
+    targets = as_measures(to, spacing, name="to")
+    if targets.grid_shape != prepared.grid_shape:
+        raise ValueError(
+            f"`to` must be on the grid of `measures` {prepared.grid_shape}, but is on "
+            f"{targets.grid_shape}"
+        )
+    if prepared.grid_shape is None:
+        dimension, other = prepared.items[0][0].shape[1], targets.items[0][0].shape[1]
+        if dimension != other:
+            raise ValueError(
+                f"`to` point clouds must have the dimension of `measures` ({dimension}), but "
+                f"have {other}"
+            )
+    return prepared, targets
 
 
 def grid_coordinates(grid_shape: tuple[int, ...], spacing: float) -> np.ndarray:
@@ -139,6 +162,7 @@ def wasserstein(
     rows=None,
     cols=None,
     *,
+    to=None,
     squared: bool = False,
     spacing: float = 1.0,
     num_iter_max: int = 10_000_000,
@@ -171,7 +195,11 @@ def wasserstein(
         indices times ``spacing``), or weighted point clouds: ``positions`` of shape (k, d) and
         ``weights`` of shape (k,).
     rows, cols : array_like of int, optional
-        Measure indices; ``None`` means all.
+        Measure indices (``cols``: into ``to`` when given); ``None`` means all.
+    to : measures, optional
+        Other measures for the columns, in the layout of ``measures``: ``wasserstein(new_images,
+        to=landmark_images)`` computes the distances new points need after a fit, and nothing
+        else.
     squared : bool, default False
         Return :math:`W_2^2` instead of :math:`W_2`.
     spacing : float, default 1.0
@@ -197,13 +225,14 @@ def wasserstein(
     """
     if not isinstance(num_iter_max, int | np.integer) or num_iter_max < 1:
         raise ValueError(f"`num_iter_max` must be a positive integer, but got {num_iter_max!r}")
-    prepared = as_measures(measures, spacing)
+    prepared, targets = measures_and_targets(measures, to, spacing)
     metric = ExactW2(prepared.grid_shape, prepared.spacing, bool(squared), int(num_iter_max))
     return pairwise(
         prepared.items,
         metric,
         rows,
         cols,
+        to=None if targets is None else targets.items,
         n_jobs=n_jobs,
         chunk_size=chunk_size,
         store=store,

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from pymc.gp.cov import Covariance, Stationary
+from pytensor.graph.basic import Constant, Variable
 
-from pymc_sle._validation import as_index_array, check_positive_parameter
+from pymc_sle._validation import as_index_array, check_positive_parameter, constant_value
 from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
 from pymc_sle.kernels._embedding_ops import cross_squared_distances, dense_squared_distances
-from pymc_sle.kernels._index import check_single_active_dim, distance_rows
 from pymc_sle.kernels._inner import kernel_of_squared_distance, resolve_inner
+from pymc_sle.kernels._inputs import check_single_active_dim, distance_rows, feature_block
 
 __all__ = ["LandmarkCovariance"]
 
@@ -20,14 +21,23 @@ class LandmarkCovariance(Covariance):
     \rVert / \ell)` with :math:`\phi(x) \in \mathbb{R}^m` a function of the distances from
     :math:`x` to the landmarks.
 
-    Subclasses define the embedding (``_embed_rows``); this class owns the distance block, index
-    validation, the embedding distance (exactly 0 for equal rows, with a gradient-safe square
-    root) and the inner kernel. See :class:`SLE` for the parameters they share.
+    The distances reach the kernel in one of two ways:
+
+    - **index mode** (``distances`` given): ``X[:, active_dims[0]]`` holds row numbers into
+      ``distances``, whose ``landmarks`` columns are gathered;
+    - **feature mode** (``distances=None``): the active columns of ``X`` *are* each point's
+      distances to the ``m = len(active_dims)`` landmarks, so new points need only their
+      distances to the landmarks, computed whenever they arrive.
+
+    Index mode gathers the rows and continues as feature mode: one implementation of the
+    embedding and of its distances. Subclasses define the embedding (``_embed``); this class owns
+    the inputs, their validation, the embedding distance (non-negative and exactly 0 between equal
+    distance rows) and the inner kernel. See :class:`SLE` for the parameters they share.
     """
 
     def __init__(
         self,
-        distances: DistanceMatrix | np.ndarray,
+        distances: DistanceMatrix | np.ndarray | None = None,
         landmarks=None,
         *,
         ls,
@@ -37,6 +47,18 @@ class LandmarkCovariance(Covariance):
         active_dims=None,
     ):
         super().__init__(input_dim, active_dims)
+        self.ls = pt.as_tensor_variable(check_positive_parameter("ls", ls, None))
+        self.inner = resolve_inner(inner, inner_kwargs)
+        if distances is None:
+            if landmarks is not None:
+                raise ValueError(
+                    "`landmarks` selects columns of `distances`; without `distances` the "
+                    "landmarks are the active columns of X (`input_dim`, `active_dims`), so "
+                    f"`landmarks` must be None, but got {landmarks!r}"
+                )
+            self.distances = self.landmarks = None
+            self._n_landmarks = len(self.active_dims)
+            return
         check_single_active_dim(self.active_dims)
         self.distances = as_distance_matrix(distances)
         if landmarks is None:
@@ -56,8 +78,7 @@ class LandmarkCovariance(Covariance):
                 "appear more than once"
             )
         self.landmarks = landmarks
-        self.ls = pt.as_tensor_variable(check_positive_parameter("ls", ls, None))
-        self.inner = resolve_inner(inner, inner_kwargs)
+        self._n_landmarks = int(landmarks.size)
         values = self.distances.values
         every_column = np.array_equal(landmarks, np.arange(self.distances.n_columns))
         # (n_points, m) is all the kernel reads; with every column a landmark, no copy is made.
@@ -69,49 +90,68 @@ class LandmarkCovariance(Covariance):
     @property
     def n_landmarks(self) -> int:
         """Embedding dimension ``m``."""
-        return int(self.landmarks.size)
+        return self._n_landmarks
+
+    @property
+    def feature_mode(self) -> bool:
+        """Whether ``X`` holds distances to the landmarks (``True``) or row indices."""
+        return self.distances is None
 
     def __repr__(self) -> str:
+        points = "features" if self.feature_mode else f"n_points={self.distances.n_points}"
         return (
-            f"{type(self).__name__}(n_points={self.distances.n_points}, "
-            f"n_landmarks={self.n_landmarks}, inner={type(self.inner).__name__})"
+            f"{type(self).__name__}({points}, n_landmarks={self.n_landmarks}, "
+            f"inner={type(self.inner).__name__})"
         )
 
-    def _rows(self, X, name: str):
-        """Integer row indices from the active column of ``X``, validated when ``X`` is known."""
-        return distance_rows(self, X, name)
+    def _to_landmarks(self, X, name: str) -> pt.TensorVariable:
+        """Distances from the points of ``X`` to the landmarks, ``(n, m)``, validated (at build
+        time when ``X`` is known, at run time when it can change)."""
+        if self.feature_mode:
+            return feature_block(X, self.active_dims, name=name, input_dim=self.input_dim)
+        return self._landmark_block[distance_rows(self, X, name)]
 
-    def _embed_rows(self, rows):
+    def _fixed_to_landmarks(self, X) -> np.ndarray | None:
+        """The same as numbers, when ``X`` is fixed (numbers or a constant; call after
+        ``_to_landmarks`` has validated it). ``pm.Data`` does not count: ``pm.set_data`` could
+        change it after a sparsity pattern was built from it."""
+        if isinstance(X, Variable) and not isinstance(X, Constant):
+            return None
+        concrete = constant_value(X)
+        if self.feature_mode:
+            return np.asarray(concrete[:, self.active_dims], dtype=float)
+        return self._landmark_values[concrete[:, int(self.active_dims[0])].astype(np.int64)]
+
+    def _embed(self, to_landmarks):
+        """The embedding ``(n, m)`` of points with these distances to the landmarks."""
         raise NotImplementedError
 
-    def _training_squared_distances(self, X, rows):
-        return dense_squared_distances(self._embed_rows(rows))
+    def _training_squared_distances(self, X, to_landmarks):
+        return dense_squared_distances(self._embed(to_landmarks))
 
     def _kernel_of_squared_distance(self, squared):
         return kernel_of_squared_distance(self.inner, squared, self.ls)
 
     def embed(self, X) -> pt.TensorVariable:
         r"""The landmark embedding :math:`\phi(X)` as a tensor of shape ``(n, m)``."""
-        return self._embed_rows(self._rows(X, "X"))
+        return self._embed(self._to_landmarks(X, "X"))
 
     def square_embedding_distance(self, X, Xs=None) -> pt.TensorVariable:
         r""":math:`\lVert \phi(x_i) - \phi(x'_j) \rVert^2` as a tensor of shape ``(n, n')``.
 
-        Entries for equal row indices are exactly 0, so duplicates and the diagonal are exact.
+        Non-negative, accurate where embeddings nearly coincide, and exactly 0 between equal
+        distance rows (duplicates, the diagonal): see :mod:`pymc_sle.kernels._embedding_loops`.
         """
-        rows = self._rows(X, "X")
+        to_landmarks = self._to_landmarks(X, "X")
         if Xs is None:
-            cols = rows
-            squared = self._training_squared_distances(X, rows)
-        else:
-            cols = self._rows(Xs, "Xs")
-            squared = cross_squared_distances(self._embed_rows(rows), self._embed_rows(cols))
-        same_point = pt.eq(rows[:, None], cols[None, :])
-        return pt.switch(same_point, 0.0, pt.maximum(squared, 0.0))
+            return self._training_squared_distances(X, to_landmarks)
+        return cross_squared_distances(
+            self._embed(to_landmarks), self._embed(self._to_landmarks(Xs, "Xs"))
+        )
 
     def full(self, X, Xs=None) -> pt.TensorVariable:
         return self._kernel_of_squared_distance(self.square_embedding_distance(X, Xs))
 
     def diag(self, X) -> pt.TensorVariable:
-        rows = self._rows(X, "X")
-        return self._kernel_of_squared_distance(pt.zeros(rows.shape, dtype=self.ls.dtype))
+        n = self._to_landmarks(X, "X").shape[0]
+        return self._kernel_of_squared_distance(pt.zeros((n,), dtype=self.ls.dtype))

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytensor.tensor as pt
 from pymc.gp.cov import Stationary
-from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.basic import Variable
 
 from pymc_sle._pymc_compat import constant_upper_bound
 from pymc_sle._validation import check_positive_parameter, constant_value
@@ -78,14 +78,24 @@ class SLE(LandmarkCovariance):
     Per-landmark :math:`a_j, r_j, \beta_j` give the paper's non-stationary SLE (Appendix B); a
     position-dependent :math:`\sigma(x)` composes through :class:`pymc.gp.cov.ScaledCov`.
 
-    Inputs are indices: ``X[:, 0]`` holds integer row numbers into ``distances``.
+    The inputs come in one of two forms, with the same values and gradients:
+
+    - **index mode** (``distances`` given): ``X[:, 0]`` holds integer row numbers into
+      ``distances``; its ``landmarks`` columns are the distances to the landmarks;
+    - **feature mode** (``distances`` omitted, ``input_dim=m``): the ``m`` active columns of
+      ``X`` *are* each point's distances to the landmarks, e.g. ``D[train][:, landmarks]`` for
+      training and the new points' distances to the same landmarks for prediction. New points
+      need only these ``m`` distances, so ``pm.set_data`` can bring any number of them after the
+      fit (see the how-to "New data after the fit").
 
     Parameters
     ----------
-    distances : DistanceMatrix or array_like of shape (n_points, n_columns)
-        Distances from every point the model evaluates (rows) to landmark candidates (columns).
+    distances : DistanceMatrix or array_like of shape (n_points, n_columns), optional
+        Index mode: distances from every point the model evaluates (rows) to landmark
+        candidates (columns). ``None`` (the default) selects feature mode.
     landmarks : array_like of int of shape (m,), optional
-        Column indices of the landmarks, unique. ``None`` uses every column.
+        Index mode: column indices of the landmarks, unique. ``None`` uses every column; must be
+        ``None`` in feature mode, where the landmarks are the active columns of ``X``.
     radius : float, array_like of shape (m,) or TensorVariable
         Bump support radius :math:`r > 0`; entries farther than ``radius`` embed as exactly 0.
     ls : float or TensorVariable
@@ -102,9 +112,11 @@ class SLE(LandmarkCovariance):
         Extra constructor arguments for a custom inner class (e.g. ``{"alpha": 2.0}`` for
         :class:`pymc.gp.cov.RatQuad`).
     input_dim : int, default 1
-        Number of columns of ``X``, as in PyMC's covariances.
-    active_dims : sequence of one int, optional
-        Which column of ``X`` holds the row index (default: column 0).
+        Number of columns of ``X``, as in PyMC's covariances; in feature mode, the number of
+        landmarks ``m`` unless ``active_dims`` says otherwise.
+    active_dims : sequence of int, optional
+        Index mode: the one column of ``X`` holding the row index (default: column 0). Feature
+        mode: the columns holding the distances to the landmarks (default: all ``input_dim``).
     radius_max : float, optional
         An upper bound on ``radius``. It makes the embedding's support known in advance: only
         distances below ``radius_max`` can give non-zeros. A random ``radius`` is then used as
@@ -125,7 +137,9 @@ class SLE(LandmarkCovariance):
     ------
     ValueError, TypeError
         On invalid distances, landmarks, parameters or inner kernels; when ``full``/``diag`` get
-        a concrete ``X`` that is not a column of integral, in-range row indices.
+        a concrete ``X`` that is not a column of integral, in-range row indices (index mode) or
+        of finite, non-negative distances (feature mode). A ``pm.Data`` ``X`` is checked the same
+        way whenever the graph runs.
 
     See Also
     --------
@@ -147,11 +161,17 @@ class SLE(LandmarkCovariance):
     >>> K = cov(np.arange(6)[:, None]).eval()
     >>> K.shape, bool(np.allclose(np.diag(K), 1.0))
     ((6, 6), True)
+
+    Feature mode: the same kernel from the distances to the three landmarks.
+
+    >>> features = SLE(radius=0.5, ls=1.0, inner="rbf", input_dim=3)
+    >>> bool(np.allclose(features(D[:, [0, 2, 4]]).eval(), K))
+    True
     """
 
     def __init__(
         self,
-        distances: DistanceMatrix | np.ndarray,
+        distances: DistanceMatrix | np.ndarray | None = None,
         landmarks=None,
         *,
         radius,
@@ -222,32 +242,22 @@ class SLE(LandmarkCovariance):
             return constant_upper_bound(radius)
         return None
 
-    def _embed_rows(self, rows):
-        return bump(self._landmark_block[rows], self.radius, self.amplitude, self.shape)
-
-    def _landmark_distances(self, X) -> np.ndarray | None:
-        """Distances from the rows of a fixed ``X`` to the landmarks; ``None`` unless ``X`` is
-        numbers or a constant. ``pm.Data`` does not count: ``pm.set_data`` could change it after
-        the pattern was built."""
-        if isinstance(X, Variable) and not isinstance(X, Constant):
-            return None
-        concrete = constant_value(X)
-        rows = concrete[:, int(self.active_dims[0])].astype(np.int64)
-        return self._landmark_values[rows]
+    def _embed(self, to_landmarks):
+        return bump(to_landmarks, self.radius, self.amplitude, self.shape)
 
     def sparse_pattern(self, X) -> SparsePattern | None:
-        """Where the embedding of concrete ``X`` can be non-zero; ``None`` if unknown."""
-        block = self._landmark_distances(X)
-        if block is None or self.radius_max is None:
+        """Where the embedding of fixed ``X`` can be non-zero; ``None`` if unknown."""
+        to_landmarks = self._fixed_to_landmarks(X)
+        if to_landmarks is None or self.radius_max is None:
             return None
-        return SparsePattern(block < self.radius_max)
+        return SparsePattern(to_landmarks < self.radius_max)
 
     def _warn_about_radius_prior(self, X) -> None:
         """Once, for a concrete training ``X`` and a radius prior: warn when the prior puts much
         mass where the embedding degenerates (``docs/hyperposterior.md``): below the smallest
         training distance every embedding is one-hot and the likelihood is flat in the radius;
         far above the largest the kernel depends on ``radius**2 * ls`` only (a ridge)."""
-        block = self._landmark_distances(X)
+        block = self._fixed_to_landmarks(X)
         radius, self._radius_prior = self._radius_prior, None
         if radius is None or block is None or not (block > 0).any():
             return
@@ -273,7 +283,7 @@ class SLE(LandmarkCovariance):
                 stacklevel=4,
             )
 
-    def _training_squared_distances(self, X, rows):
+    def _training_squared_distances(self, X, to_landmarks):
         self._warn_about_radius_prior(X)
         pattern = None if self.embedding == "dense" else self.sparse_pattern(X)
         if self.embedding == "sparse" and pattern is None:
@@ -282,16 +292,16 @@ class SLE(LandmarkCovariance):
                 f"expression), but got {type(X).__name__}"
             )
         if self.embedding == "dense":
-            return dense_squared_distances(self._embed_rows(rows))
+            return dense_squared_distances(self._embed(to_landmarks))
         if pattern is None or pattern.fill > SPARSE_FILL_THRESHOLD:  # "auto", support unknown
-            return support_squared_distances(self._embed_rows(rows), SPARSE_FILL_THRESHOLD)
+            return support_squared_distances(self._embed(to_landmarks), SPARSE_FILL_THRESHOLD)
         cols = pattern.col_index
 
         def per_entry(param):
             return param[cols] if param.ndim == 1 else param
 
         values = bump(
-            pattern.gather(self._landmark_distances(X)),
+            pattern.gather(self._fixed_to_landmarks(X)),
             per_entry(self.radius),
             per_entry(self.amplitude),
             per_entry(self.shape),

@@ -8,8 +8,8 @@ from pymc.gp.cov import Covariance, Stationary
 
 from pymc_sle._validation import check_positive_parameter
 from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
-from pymc_sle.kernels._index import check_single_active_dim, distance_rows, index_rows
 from pymc_sle.kernels._inner import resolve_inner
+from pymc_sle.kernels._inputs import check_single_active_dim, distance_rows, index_rows
 from pymc_sle.kernels._landmark import LandmarkCovariance
 from pymc_sle.kernels.spectral import Eigenpairs, matern_spectrum
 
@@ -102,8 +102,8 @@ class RawLandmarkEmbedding(LandmarkCovariance):
     True
     """
 
-    def _embed_rows(self, rows):
-        return self._landmark_block[rows]
+    def _embed(self, to_landmarks):
+        return to_landmarks
 
 
 class MeshMatern(Covariance):
