@@ -1,10 +1,17 @@
-"""Why the SLE amplitude and length scale should not both get priors.
+"""
+Why the SLE amplitude and length scale should not both get priors
+=================================================================
 
 With one (scalar) amplitude a, the embedding is a * phi_1(x), so the kernel depends on a / ls
 only. Given priors on both, the posterior of (a, ls) is a ridge along a / ls = const. This script
 samples that model and the recommended one (a = 1) and saves a pair plot of each.
 
 Run:  python examples/amplitude_identifiability.py [--quick] [--out docs/figures]
+
+.. image:: /figures/amplitude_ls_pairs.png
+   :alt: Posterior pairs of amplitude and ls
+
+(The figure the script writes, from a committed full run.)
 """
 
 import argparse

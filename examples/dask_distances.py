@@ -1,7 +1,9 @@
-"""How-to: precompute a large distance matrix on a Dask cluster, resumably.
+"""
+Precompute a large distance matrix on a Dask cluster, resumably
+===============================================================
 
 Exact distances (W2, edit distance, geodesics on huge meshes) dominate the cost of an SLE model,
-and an SLE model needs only the block from every point to the landmarks. `pymc_sle.distances`
+and an SLE model needs only the block from every point to the landmarks. ``pymc_sle.distances``
 computes such blocks in chunks on a Dask cluster (``client=``) or local processes, and a
 ``store=`` directory keeps every finished chunk: an interrupted job resumes where it stopped, and
 a rerun costs nothing.

@@ -1,4 +1,6 @@
-"""How-to: regression on images with the exact Wasserstein-2 distance.
+"""
+Regression on images with the exact Wasserstein-2 distance
+==========================================================
 
 Images (or histograms) compared by optimal transport keep their geometry: two patterns that are
 shifted or rotated copies are close in W2, far in any pixel-wise norm. But W2 is not a Hilbertian

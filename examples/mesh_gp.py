@@ -1,4 +1,6 @@
-"""How-to: a Gaussian process on a curved surface (geodesic distances on a triangle mesh).
+"""
+A Gaussian process on a curved surface (geodesic distances on a triangle mesh)
+==============================================================================
 
 A Matérn kernel of the geodesic distance is not positive definite on a curved mesh; the SLE
 kernel of the same distance is. This script draws a smooth random field on a mesh, observes it

@@ -1,4 +1,6 @@
-"""How-to: predict for images that arrive after the fit.
+"""
+Predict for images that arrive after the fit
+============================================
 
 The SLE embedding of a point depends only on its distances to the landmarks. In feature mode
 (``sle.SLE(..., input_dim=m)`` without a distance matrix) those m distances *are* the GP's

@@ -1,4 +1,6 @@
-"""How-to: classify strings with an edit distance and a latent GP (non-Gaussian likelihood).
+"""
+Classify strings with an edit distance and a latent GP (non-Gaussian likelihood)
+================================================================================
 
 The inputs are DNA-like strings; the only structure we trust is the Levenshtein (edit) distance,
 which is not a Hilbertian distance, so no kernel of it is guaranteed to be positive definite.

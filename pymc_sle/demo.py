@@ -49,7 +49,7 @@ class DemoSettings:
 def sle_model(
     data: IndexedRegressionData, gp_class: type[pm.gp.Marginal] = Marginal
 ) -> tuple[pm.Model, pm.gp.Marginal, np.ndarray]:
-    """SLE-Matern-3/2 GP on the distance matrix, with :func:`pymc_sle.priors.sle_priors`.
+    """SLE-Matern-3/2 GP on the distance matrix, with :func:`pymc_sle.inference.priors.sle_priors`.
 
     ``gp_class`` is :class:`pymc_sle.gp.Marginal` (analytic likelihood gradient) or PyMC's own
     ``pm.gp.Marginal``; both define the same model.

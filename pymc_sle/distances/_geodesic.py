@@ -73,6 +73,7 @@ class Mesh:
 
     @property
     def n_components(self) -> int:
+        """Number of connected components of the mesh's edge graph."""
         return int(self.component_labels.max()) + 1
 
     def largest_component(self) -> tuple[Mesh, np.ndarray]:
@@ -89,8 +90,9 @@ def load_mesh(path: str | os.PathLike) -> Mesh:
     """Read a triangle mesh (OBJ, PLY, STL, OFF, ...) with trimesh, merging duplicate vertices.
 
     Files that repeat a vertex once per normal or texture coordinate (common in OBJ) become one
-    vertex per position. Check :attr:`Mesh.n_components`: geodesics between components do not
-    exist, and :meth:`Mesh.largest_component` extracts the main piece.
+    vertex per position. Check :attr:`~pymc_sle.distances.Mesh.n_components`: geodesics between
+    components do not exist, and :meth:`~pymc_sle.distances.Mesh.largest_component` extracts the
+    main piece.
     """
     try:
         import trimesh

@@ -190,7 +190,7 @@ def wasserstein(
 
     Parameters
     ----------
-    measures : array_like of shape (n, *grid) or sequence of (positions, weights)
+    measures : array_like of shape ``(n, *grid)`` or sequence of (positions, weights)
         Images or histograms on one shared pixel grid (weights per pixel, coordinates are pixel
         indices times ``spacing``), or weighted point clouds: ``positions`` of shape (k, d) and
         ``weights`` of shape (k,).

@@ -25,7 +25,7 @@ __all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score"]
 
 @dataclass(frozen=True)
 class NutsSettings:
-    """How :func:`fit_and_score` samples.
+    """How :func:`~pymc_sle.evaluation.holdout.fit_and_score` samples.
 
     Attributes
     ----------
@@ -64,7 +64,8 @@ class HoldoutFit:
     idata : arviz.InferenceData
         Posterior, sample stats and the posterior predictive of ``y_test`` (and ``f_test``).
     scores : dict
-        ``{"rmse", "crps", "picp", "nlpd"}`` of ``y_test`` (:func:`pymc_sle.metrics.evaluate`).
+        ``{"rmse", "crps", "picp", "nlpd"}`` of ``y_test``
+        (:func:`pymc_sle.evaluation.metrics.evaluate`).
     diagnostics : dict
         ``{"r_hat_max", "ess_bulk_min", "ess_tail_min", "divergences", "basins"}`` over the free
         variables (see :func:`convergence`).
@@ -143,7 +144,7 @@ def fit_and_score(
     latent : bool, default False
         Also draw the latent ``f_test``.
     priors : SLEPriors, optional
-        The model's :func:`~pymc_sle.priors.sle_priors`: sample with
+        The model's :func:`~pymc_sle.inference.priors.sle_priors`: sample with
         :func:`~pymc_sle.inference.sample_basins`, every radius basin pooled by its mass (the
         same as ``pm.sample`` when there is one basin).
 

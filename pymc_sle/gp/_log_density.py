@@ -194,7 +194,8 @@ def _shared_matrix(cov):
 
 
 def gaussian_logp(value, mu, cov):
-    r"""``log N(value | mu, cov)`` through :class:`GaussianLogDensity` (one factorisation).
+    r"""``log N(value | mu, cov)`` through :class:`~pymc_sle.gp.GaussianLogDensity` (one
+    factorisation).
 
     Parameters
     ----------

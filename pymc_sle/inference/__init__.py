@@ -2,7 +2,7 @@
 
 - :mod:`~pymc_sle.inference.priors` -- bounds and priors for the SLE hyperparameters (also
   reachable as ``pymc_sle.priors``);
-- :func:`find_map` / :class:`MAPResult` -- multi-start MAP, the paper's bounded maximum
+- :func:`~pymc_sle.find_map` / :class:`MAPResult` -- multi-start MAP, the paper's bounded maximum
   likelihood;
 - :func:`sample_basins` -- NUTS on every basin of a multi-basin radius posterior, pooled by
   the basins' mass (``pm.sample`` when there is one basin);

@@ -14,7 +14,7 @@ __all__ = ["MAPResult", "find_map"]
 
 @dataclass(frozen=True)
 class MAPResult:
-    """Outcome of :func:`find_map`.
+    """Outcome of :func:`~pymc_sle.find_map`.
 
     Attributes
     ----------

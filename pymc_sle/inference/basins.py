@@ -9,15 +9,14 @@ it, :math:`p(\theta \mid y, \theta \in B_b)`, and the full posterior is the mixt
     p(\theta \mid y) = \sum_b w_b\, p(\theta \mid y, \theta \in B_b), \qquad
     w_b = P(\theta \in B_b \mid y),
 
-whose weights the grid posterior of :func:`pymc_sle.priors.sle_priors` gives (exact up to the
-grid's resolution). :func:`sample_basins` runs ``chains`` NUTS chains in every basin that holds
-at least ``min_mass``, started at the basin's highest grid cell, and pools them: chain ``c`` of
-the result is chain ``c`` of every basin, each thinned to a number of draws proportional to
-:math:`w_b` (renormalised over the sampled basins). Every pooled chain is thus a draw-for-draw
+whose weights the grid posterior of :func:`pymc_sle.inference.priors.sle_priors` gives (exact up
+to the grid's resolution). :func:`sample_basins` runs ``chains`` NUTS chains in every basin that
+holds at least ``min_mass``, started at the basin's highest grid cell, and pools them: chain
+``c`` of the result is chain ``c`` of every basin, each thinned to a number of draws proportional
+to :math:`w_b` (renormalised over the sampled basins). Every pooled chain is thus a draw-for-draw
 sample of the mixture, ready for ``pm.sample_posterior_predictive`` and ArviZ. Convergence is a
 property of each basin's chains, so their diagnostics are stored in ``posterior.attrs``
-(:func:`basin_diagnostics`).
-"""
+(:func:`basin_diagnostics`)."""
 
 from __future__ import annotations
 
@@ -81,15 +80,16 @@ def sample_basins(
     """NUTS on every radius basin of ``priors`` holding at least ``min_mass``, pooled by mass.
 
     With one such basin this is ``pm.sample(draws, tune=tune, chains=chains, ...)`` (the chains
-    start in it, as :func:`~pymc_sle.priors.sle_priors` arranged). With several, each basin is
-    sampled by ``chains`` chains started at its highest grid cell, and the draws are pooled in
-    proportion to the basins' grid masses (module notes). ArviZ's r-hat and ESS of the pooled
+    start in it, as :func:`~pymc_sle.inference.priors.sle_priors` arranged). With several, each
+    basin is sampled by ``chains`` chains started at its highest grid cell, and the draws are pooled
+    in proportion to the basins' grid masses (module notes). ArviZ's r-hat and ESS of the pooled
     chains do not measure convergence; :func:`basin_diagnostics` gives each basin's.
 
     Parameters
     ----------
     priors : SLEPriors
-        What :func:`~pymc_sle.priors.sle_priors` returned (``start="mode"`` finds the basins).
+        What :func:`~pymc_sle.inference.priors.sle_priors` returned (``start="mode"`` finds the
+        basins).
     draws, tune, chains : int
         Per basin, as in :func:`pymc.sample`.
     min_mass : float, default 0.01
@@ -153,8 +153,8 @@ def sample_basins(
 
 
 def basin_diagnostics(idata: az.InferenceData) -> dict[str, list[float]] | None:
-    """The per-basin diagnostics :func:`sample_basins` stored, or ``None`` for a single-basin
-    (ordinary) posterior."""
+    """The per-basin diagnostics :func:`~pymc_sle.inference.sample_basins` stored, or ``None``
+    for a single-basin (ordinary) posterior."""
     attrs = idata.posterior.attrs
     if "basin_weight" not in attrs:
         return None

@@ -1,6 +1,6 @@
 r"""The posterior of an SLE GP's hyperparameters on a grid: exact up to the grid's resolution.
 
-For the model that :func:`pymc_sle.priors.sle_priors` builds,
+For the model that :func:`pymc_sle.inference.priors.sle_priors` builds,
 
 .. math::
 
@@ -210,7 +210,7 @@ def grid_posterior(
     radius=None,
     ls=None,
 ) -> GridPosterior:
-    r"""The posterior of the :func:`~pymc_sle.priors.sle_priors` SLE model on a grid.
+    r"""The posterior of the :func:`~pymc_sle.inference.priors.sle_priors` SLE model on a grid.
 
     The model is ``eta**2 * SLE(distances, landmarks, radius=radius, ls=ls, inner=inner)`` with
     a zero mean and noise ``sigma``, and the priors ``sle_priors(distances, rows, y,
@@ -221,11 +221,11 @@ def grid_posterior(
     Parameters
     ----------
     distances, rows, y, landmarks
-        As for :func:`pymc_sle.priors.sle_priors`: ``rows`` are the training points.
+        As for :func:`pymc_sle.inference.priors.sle_priors`: ``rows`` are the training points.
     inner, inner_kwargs
         The inner kernel, as for :class:`pymc_sle.SLE`.
     mass : float, default 0.95
-        The priors' mass between their bounds, as for :func:`~pymc_sle.priors.sle_priors`.
+        The priors' mass between their bounds, as for :func:`~pymc_sle.inference.priors.sle_priors`.
     n_radius, n_ls, n_scale : int
         Grid sizes of the radius, the length scale, and each of ``eta`` and ``sigma``.
     width : float, default 3.3

@@ -96,9 +96,10 @@ class Basin:
 
 
 class SLEPriors(dict):
-    """What :func:`sle_priors` returns: a dict ``{"radius", "ls", "eta", "sigma"}`` of the new
-    random variables, with the radius ``basins`` its start search found (highest mass first;
-    empty for ``start="prior"``). :func:`pymc_sle.inference.sample_basins` samples each."""
+    """What :func:`~pymc_sle.inference.priors.sle_priors` returns: a dict ``{"radius", "ls", "eta",
+    "sigma"}`` of the new random variables, with the radius ``basins`` its start search found
+    (highest mass first; empty for ``start="prior"``). :func:`pymc_sle.inference.sample_basins`
+    samples each."""
 
     def __init__(self, variables: dict, basins: tuple[Basin, ...] = ()):
         super().__init__(variables)
@@ -172,7 +173,7 @@ def sle_priors(
     holds the posterior mass it has local maxima tens of log units lower, and a NUTS chain started
     in one never leaves it (``docs/hyperposterior.md``). With ``start="mode"`` the four variables
     start at the highest cell of a coarse grid posterior
-    (:func:`~pymc_sle.inference.grid.grid_posterior`, ``inner`` as in the model) and are sampled
+    (:func:`~pymc_sle.inference.grid_posterior`, ``inner`` as in the model) and are sampled
     on a log scale centred there, in units of about half a grid cell (radius) or their posterior
     spread (the others), so PyMC's default jitter keeps every chain in that basin. A warning says
     when basins behind dips deeper than 3 nats hold more than 1 % of the mass: then sample with

@@ -1,11 +1,12 @@
 """Covariances on distances: the SLE kernel, its building blocks and the baselines it is compared
 with.
 
-- :func:`bump` -- the compactly supported bump of a distance (paper Eq. 5);
-- :class:`SLE` -- the Sparse Landmark Embedding covariance (Eqs. 5-7), a ``pm.gp.cov.Covariance``;
+- :func:`~pymc_sle.bump` -- the compactly supported bump of a distance (paper Eq. 5);
+- :class:`~pymc_sle.SLE` -- the Sparse Landmark Embedding covariance (Eqs. 5-7), a
+  ``pm.gp.cov.Covariance``;
 - :class:`LandmarkCovariance` -- the base of every kernel of landmark-embedding distances;
-- :func:`embedding_distances`, :func:`raw_embedding_distances` -- what those kernels see of the
-  data, in numpy;
+- :func:`~pymc_sle.embedding_distances`, :func:`~pymc_sle.raw_embedding_distances` -- what
+  those kernels see of the data, in numpy;
 - :mod:`~pymc_sle.kernels.baselines` and :mod:`~pymc_sle.kernels.spectral` -- the kernels SLE is
   measured against (a kernel of the raw distance, the raw-distance embedding, the mesh Matern).
 """

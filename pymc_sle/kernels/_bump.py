@@ -58,7 +58,7 @@ def bump(d, radius, amplitude=1.0, shape=1.0):
     References
     ----------
     Noack, Alghalayini and Risser, "A General Kernel Framework for Non-CND Distance Measures
-    Using |D|-Dimensional Sparse Landmark Embeddings", Eq. (5).
+    Using \|D\|-Dimensional Sparse Landmark Embeddings", Eq. (5).
 
     Examples
     --------

@@ -32,7 +32,7 @@ class LandmarkCovariance(Covariance):
     Index mode gathers the rows and continues as feature mode: one implementation of the
     embedding and of its distances. Subclasses define the embedding (``_embed``); this class owns
     the inputs, their validation, the embedding distance (non-negative and exactly 0 between equal
-    distance rows) and the inner kernel. See :class:`SLE` for the parameters they share.
+    distance rows) and the inner kernel. See :class:`~pymc_sle.SLE` for the parameters they share.
     """
 
     def __init__(
@@ -140,7 +140,7 @@ class LandmarkCovariance(Covariance):
         r""":math:`\lVert \phi(x_i) - \phi(x'_j) \rVert^2` as a tensor of shape ``(n, n')``.
 
         Non-negative, accurate where embeddings nearly coincide, and exactly 0 between equal
-        distance rows (duplicates, the diagonal): see :mod:`pymc_sle.kernels._embedding_loops`.
+        distance rows (duplicates, the diagonal): see ``pymc_sle.kernels._embedding_loops``.
         """
         to_landmarks = self._to_landmarks(X, "X")
         if Xs is None:

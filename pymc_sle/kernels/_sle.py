@@ -144,12 +144,12 @@ class SLE(LandmarkCovariance):
     See Also
     --------
     pymc_sle.bump : the bump function.
-    pymc_sle.priors.radius_bounds : data-adaptive bounds for ``radius``.
+    pymc_sle.inference.priors.radius_bounds : data-adaptive bounds for ``radius``.
 
     References
     ----------
     Noack, Alghalayini and Risser, "A General Kernel Framework for Non-CND Distance Measures
-    Using |D|-Dimensional Sparse Landmark Embeddings", Section 4 and Appendix B.
+    Using \|D\|-Dimensional Sparse Landmark Embeddings", Section 4 and Appendix B.
 
     Examples
     --------

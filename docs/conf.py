@@ -1,0 +1,159 @@
+"""Sphinx configuration of the pymc_sle documentation (the PyMC / ArviZ stack: pydata theme,
+numpydoc, MyST Markdown pages, autosummary API pages, a sphinx-gallery of ``examples/``).
+
+Build:  sphinx-build -W -n -b html docs docs/_build/html
+
+Without network access (``PYMC_SLE_DOCS_OFFLINE=1``) the intersphinx inventories of PyMC, NumPy
+and the others cannot be fetched: references into those projects are then left as plain text
+instead of failing the build, while every reference inside pymc_sle must still resolve.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(ROOT))
+
+import pymc_sle  # noqa: E402
+
+project = "pymc_sle"
+author = "the pymc_sle developers"
+copyright = "2026, the pymc_sle developers"
+release = version = pymc_sle.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+    "sphinx_copybutton",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build", "auto_examples/*.ipynb", "**/*.py.md5"]
+templates_path = ["_templates"]
+nitpicky = True
+
+# -- Markdown pages ------------------------------------------------------------------------------
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+# -- API pages -----------------------------------------------------------------------------------
+autosummary_generate = True
+autodoc_typehints = "none"  # numpydoc's Parameters sections say it, once
+autodoc_member_order = "bysource"
+autodoc_inherit_docstrings = False  # PyMC / PyTensor base-class docstrings are theirs to render
+numpydoc_show_class_members = False  # the class template lists members itself
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+
+# -- Cross-references into the ecosystem ---------------------------------------------------------
+OFFLINE = os.environ.get("PYMC_SLE_DOCS_OFFLINE", "") not in ("", "0")
+EXTERNAL = ["python", "numpy", "scipy", "pymc", "pytensor", "arviz", "ot", "matplotlib", "dask"]
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3", None),
+    "numpy": ("https://numpy.org/doc/stable", None),
+    "scipy": ("https://docs.scipy.org/doc/scipy", None),
+    "pymc": ("https://www.pymc.io/projects/docs/en/stable", None),
+    "pytensor": ("https://pytensor.readthedocs.io/en/latest", None),
+    "arviz": ("https://python.arviz.org/en/stable", None),
+    "ot": ("https://pythonot.github.io", None),
+    "matplotlib": ("https://matplotlib.org/stable", None),
+    "dask": ("https://distributed.dask.org/en/stable", None),
+}
+if OFFLINE:
+    intersphinx_mapping = {}
+    nitpick_ignore_regex = [
+        (r"py:.*", rf"({'|'.join(EXTERNAL)}|jax|joblib|trimesh|tqdm)(\..*)?"),
+        (r"py:.*", r"(ndarray|callable|TensorVariable|Variable|DataArray|InferenceData)"),
+    ]
+
+# -- Gallery ---------------------------------------------------------------------------------------
+# The examples sample with NUTS for minutes; the CI runs them (tests/test_examples.py), so the
+# gallery shows their code, and the figures they write are embedded from the committed copies.
+sphinx_gallery_conf = {
+    "examples_dirs": str(ROOT / "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"^$",  # execute none
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "FileNameSortKey",
+}
+
+# -- HTML ------------------------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = "pymc_sle"
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
+html_js_files = ["figures.js"]
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "secondary_sidebar_items": ["page-toc"],
+}
+html_sidebars = {"**": ["sidebar-nav-bs"]}
+
+
+# -- Benchmark results ---------------------------------------------------------------------------
+# The benchmark scripts write their tables and figures to benchmarks/results/; the site publishes
+# them under results/ (copied at build time, not kept twice in the repository). Links from a
+# results page into docs/ (written for readers of the repository) become links to the pages.
+RESULTS = ROOT / "benchmarks" / "results"
+PUBLISHED = {".md", ".png"}  # pages and the figures they show
+
+
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)]+)\)")
+
+
+def _links_out_of_headings(markdown: str) -> str:
+    """A heading's links move to a line of their own under it (Sphinx's page contents cannot
+    hold links)."""
+    lines = []
+    for line in markdown.split("\n"):
+        links = _LINK.findall(line) if line.startswith("#") else []
+        if links:
+            lines.append(_LINK.sub(r"\1", line).rstrip(" -,"))
+            lines.extend(["", ", ".join(f"[{text}]({url})" for text, url in links)])
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _publish_results(app) -> None:
+    """Copy the results into ``docs/results/``; their README becomes the section's index page,
+    with every results page in its table of contents."""
+    target = DOCS / "results"
+    shutil.rmtree(target, ignore_errors=True)
+    pages = []
+    for path in sorted(RESULTS.rglob("*")):
+        if not path.is_file() or path.suffix not in PUBLISHED:
+            continue
+        relative = path.relative_to(RESULTS)
+        out = target / ("index.md" if relative.as_posix() == "README.md" else relative)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".md":
+            depth = len(relative.parts)  # results/x.md: "../../docs/" in the repo is "../" here
+            text = path.read_text(encoding="utf-8")
+            text = text.replace("](" + "../" * (depth + 1) + "docs/", "](" + "../" * depth)
+            out.write_text(_links_out_of_headings(text), encoding="utf-8")
+            if out.name != "index.md":
+                pages.append(relative.with_suffix("").as_posix())
+        else:
+            shutil.copy2(path, out)
+    index = target / "index.md"
+    title, body = index.read_text(encoding="utf-8").split("\n", 1)
+    toctree = "\n".join(["```{toctree}", ":hidden:", "", *pages, "```"])
+    index.write_text(f"{title}\n\n{toctree}\n{body}", encoding="utf-8")
+
+
+def setup(app):
+    app.connect("builder-inited", _publish_results)
