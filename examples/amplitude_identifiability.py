@@ -6,8 +6,7 @@ With one (scalar) amplitude a, the embedding is a * phi_1(x), so the kernel depe
 only. Given priors on both, the posterior of (a, ls) is a ridge along a / ls = const. This script
 samples that model and the recommended one (a = 1) and saves a pair plot of each.
 
-Run:  python examples/amplitude_identifiability.py [--quick] [--out docs/figures]
-
+Run: ``python examples/amplitude_identifiability.py [--quick] [--out docs/figures]``
 .. image:: /figures/amplitude_ls_pairs.png
    :alt: Posterior pairs of amplitude and ls
 

@@ -12,8 +12,7 @@ This script starts a local cluster (replace it with ``Client("tcp://scheduler:87
 one), computes exact W2 between simulated SAXS images to a set of landmark images, and runs it
 twice to show the resume.
 
-Run:  python examples/dask_distances.py [--quick] [--store DIR]
-
+Run: ``python examples/dask_distances.py [--quick] [--store DIR]``
 Needs ``pip install 'pymc-sle[dask]'``.
 """
 

@@ -9,8 +9,7 @@ scattering (SAXS) patterns, computes exact W2 between them (POT's network simple
 shows that a Matérn kernel of W2 is indefinite where SLE is not, and fits an SLE GP with a
 learnable constant mean to predict each film's modulus from its pattern.
 
-Run:  python examples/images_w2.py [--quick] [--n-images 150]
-"""
+Run: ``python examples/images_w2.py [--quick] [--n-images 150]``"""
 
 import argparse
 

@@ -7,8 +7,7 @@ kernel of the same distance is. This script draws a smooth random field on a mes
 at a few vertices, fits an SLE GP with NUTS and predicts the field -- with uncertainty -- on every
 vertex, then draws truth, prediction and predictive sd.
 
-Run:  python examples/mesh_gp.py [--mesh ../shared/data/teddy.obj] [--quick] [--out DIR]
-
+Run: ``python examples/mesh_gp.py [--mesh ../shared/data/teddy.obj] [--quick] [--out DIR]``
 Without ``--mesh`` it uses an icosphere (needs ``trimesh``: ``pip install 'pymc-sle[mesh]'``).
 """
 

@@ -8,8 +8,7 @@ inputs: the model is fitted once on the training images' distances to each other
 of new images later needs only their distances to the training images -- one
 ``wasserstein(new_images, to=train_images)`` call -- passed in through ``pm.set_data``.
 
-Run:  python examples/new_data_after_fit.py [--quick]
-"""
+Run: ``python examples/new_data_after_fit.py [--quick]``"""
 
 import argparse
 import time

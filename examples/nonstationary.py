@@ -12,8 +12,7 @@ lets the kernel shorten its reach where the function wiggles. Both models are fi
 multi-start MAP (``pymc_sle.find_map``; ``pm.sample()`` works on the same models) and scored on a
 test grid.
 
-Run:  python examples/nonstationary.py [--quick] [--out DIR]
-
+Run: ``python examples/nonstationary.py [--quick] [--out DIR]``
 .. image:: /figures/nonstationary.png
    :alt: Stationary and non-stationary SLE fits
 

@@ -8,8 +8,7 @@ model changes but ``nuts_sampler=``. This script samples one SLE GP with each in
 and prints wall time, effective samples per second and r-hat. Which is fastest depends on the
 model size and machine: measure on yours.
 
-Run:  python examples/sampler_backends.py [--quick] [--samplers pymc nutpie numpyro]
-
+Run: ``python examples/sampler_backends.py [--quick] [--samplers pymc nutpie numpyro]``
 Needs ``pip install 'pymc-sle[nutpie]'`` / ``'pymc-sle[jax]'`` for the optional backends.
 """
 

@@ -10,8 +10,7 @@ likelihood: binary labels, a posterior probability for every new string.
 Data: strings mutated from two ancestral sequences (substitutions, insertions, deletions); the
 label is the ancestor, flipped for 10 % of strings (label noise).
 
-Run:  python examples/strings_classification.py [--quick]
-"""
+Run: ``python examples/strings_classification.py [--quick]``"""
 
 import argparse
 

@@ -6,6 +6,7 @@ import argparse
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,9 @@ __all__ = ["main"]
 
 
 def _demo(args: argparse.Namespace) -> int:
+    # ArviZ announces its coming 1.0 refactor once a day on import: news for its developers'
+    # users, not for someone running a demo. Filtered before PyMC imports it.
+    warnings.filterwarnings("ignore", ".*ArviZ is undergoing a major refactor", FutureWarning)
     from pymc_sle.demo import DemoSettings, run_demo
 
     overrides = {
@@ -25,6 +29,7 @@ def _demo(args: argparse.Namespace) -> int:
             "cores": args.cores,
             "seed": args.seed,
             "nuts_sampler": args.sampler,
+            "progressbar": False if args.quiet else None,
         }.items()
         if value is not None
     }
@@ -233,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default="sle-demo", help="output folder")
     demo.add_argument("--quick", action="store_true", help="small data and short chains (CI)")
+    demo.add_argument("--quiet", action="store_true", help="no sampling progress bars")
     demo.add_argument("--draws", type=_positive_int, help="draws per chain (full demo: 1000)")
     demo.add_argument("--tune", type=_positive_int, help="tuning steps per chain (full: 1000)")
     demo.add_argument("--chains", type=_positive_int, help="number of chains (full: 4)")

@@ -7,6 +7,7 @@ model sees only the distance matrix, the Matern model the coordinates. ``pymc-sl
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -42,8 +43,9 @@ class DemoSettings:
 
     @classmethod
     def full(cls, **nuts_overrides) -> DemoSettings:
-        """The default data and sampler settings, with ``nuts_overrides`` applied."""
-        return cls(nuts=replace(NutsSettings(), **nuts_overrides))
+        """The default data and sampler settings with the sampler's progress bar, and
+        ``nuts_overrides`` applied."""
+        return cls(nuts=replace(NutsSettings(progressbar=True), **nuts_overrides))
 
 
 def sle_model(
@@ -127,11 +129,17 @@ def run_demo(out_dir: str | Path = "sle-demo", settings: DemoSettings | None = N
     settings = settings or DemoSettings()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
     data = one_dimensional(settings.n_train, settings.n_test, settings.noise_sd, settings.nuts.seed)
-    fits = {
-        name: fit_and_score(*build(data), data.y_test, settings.nuts, latent=True)
-        for name, build in ((SLE_NAME, sle_model), ("Matern 3/2", matern_model))
-    }
+    nuts = settings.nuts
+    fits = {}
+    for name, build in ((SLE_NAME, sle_model), ("Matern 3/2", matern_model)):
+        print(
+            f"=== {name}: {nuts.chains} chains x ({nuts.tune} tune + {nuts.draws} draws), "
+            f"{nuts.nuts_sampler} NUTS on {nuts.cores} cores, {data.train.size} training points",
+            flush=True,
+        )
+        fits[name] = fit_and_score(*build(data), data.y_test, nuts, latent=True)
     report = {}
     for name, fitted in fits.items():
         print(f"\n=== {name}: posterior of the hyperparameters ===")
@@ -151,4 +159,5 @@ def run_demo(out_dir: str | Path = "sle-demo", settings: DemoSettings | None = N
         json.dumps({"settings": asdict(settings), "results": report}, indent=2)
     )
     print(f"\nwrote {out_dir / 'demo.png'} and {out_dir / 'demo.json'}")
+    print(f"the demo took {time.perf_counter() - started:.0f} s")
     return report

@@ -65,7 +65,9 @@ def plot_bump_profile(ax, radius_draws, *, amplitude=1.0, shape=1.0, d_max=None)
     return ax
 
 
-def plot_mesh_field(ax, vertices, faces, values, *, limits=None, cmap="viridis", colorbar=True):
+def plot_mesh_field(
+    ax, vertices, faces, values, *, limits=None, cmap="viridis", colorbar=True, marked=None
+):
     """A per-vertex field on a triangle mesh, seen along the mesh's thinnest principal axis.
 
     Parameters
@@ -80,6 +82,8 @@ def plot_mesh_field(ax, vertices, faces, values, *, limits=None, cmap="viridis",
         Colour limits; default the 1st and 99th percentiles of ``values``.
     cmap : str, default "viridis"
     colorbar : bool, default True
+    marked : array_like of int, optional
+        Vertices drawn as black dots over the field, e.g. the training vertices.
 
     Returns
     -------
@@ -109,6 +113,9 @@ def plot_mesh_field(ax, vertices, faces, values, *, limits=None, cmap="viridis",
     ax.set_box_aspect(None, zoom=1.5)
     ax.view_init(elev=90, azim=-90)  # along the thinnest principal axis
     ax.set_axis_off()
+    if marked is not None:
+        dots = v2[np.asarray(marked, dtype=np.int64)]
+        ax.scatter(*dots.T, s=3, c="k", depthshade=False)
     if colorbar:
         mappable = plt.cm.ScalarMappable(cmap=colours, norm=plt.Normalize(lo, hi))
         ax.figure.colorbar(mappable, ax=ax, shrink=0.6, pad=0.0)

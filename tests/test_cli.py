@@ -1,5 +1,6 @@
 import argparse
 import json
+import re
 import subprocess
 import sys
 
@@ -19,6 +20,20 @@ def test_demo_quick_writes_figure_and_scores(tmp_path, capsys):
     assert (tmp_path / "demo.png").stat().st_size > 10_000
     printed = capsys.readouterr().out
     assert "r_hat" in printed and "held-out scores" in printed
+    assert "2 chains x (300 tune + 200 draws), pymc NUTS on 2 cores" in printed  # before sampling
+    assert re.search(r"the demo took \d+ s", printed)
+
+
+def test_the_full_demo_shows_progress_and_quiet_hides_it(monkeypatch):
+    """The CLI demo asks for the sampler's progress bar unless --quiet (the run is stubbed)."""
+    seen = {}
+    monkeypatch.setattr("pymc_sle.demo.run_demo", lambda out, settings: seen.update(s=settings))
+    main(["demo", "--draws", "10"])
+    assert seen["s"].nuts.progressbar and seen["s"].nuts.draws == 10
+    main(["demo", "--quiet"])
+    assert not seen["s"].nuts.progressbar
+    main(["demo", "--quick"])
+    assert not seen["s"].nuts.progressbar  # CI logs stay readable
 
 
 def test_rejects_non_positive_draws(capsys):
@@ -177,7 +192,7 @@ def test_an_integral_rows_file_is_accepted(cli_inputs):
 @pytest.mark.slow
 def test_full_demo_meets_the_acceptance_criteria(tmp_path):
     # Issue 2's "done when": SLE PICP in [0.85, 1], r-hat < 1.01 for every hyperparameter, and
-    # no divergences, with the demo's default settings (about 1.5 minutes on 2 cores).
+    # no divergences, with the demo's default settings (about 3.5 minutes on 2 cores).
     assert main(["demo", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "demo.json").read_text())["results"]
     sle = report["SLE (Matern 3/2)"]

@@ -110,7 +110,7 @@ def main(argv=None) -> None:
         trial = prob.trials([sizes[-1]], 1, 0)[0]
         for spec in specs(counts)[:1] + specs(counts)[len(counts) : len(counts) + 1]:
             slug = spec.name.lower().replace(" ", "_").replace("(", "").replace(")", "")
-            render(prob, spec, trial, field.mesh, args.out / f"bunny_{slug}.png", title)
+            render(prob, spec, trial, field.mesh, args.out / f"bunny_{slug}.png", "Stanford bunny")
 
 
 if __name__ == "__main__":

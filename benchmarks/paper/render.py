@@ -19,9 +19,12 @@ from pymc_sle.plotting import plot_mesh_field
 __all__ = ["render"]
 
 
-def render(problem: Problem, spec: ModelSpec, trial: Trial, mesh, path: Path, title: str) -> dict:
-    """Fit ``spec`` by MAP on ``trial`` and draw truth, predictive mean, predictive sd and
-    absolute error on every vertex of ``mesh`` (``problem.extras["f"]`` is the truth)."""
+def render(
+    problem: Problem, spec: ModelSpec, trial: Trial, mesh, path: Path, experiment: str
+) -> dict:
+    """Fit ``spec`` by MAP on ``trial`` and draw truth (with the training vertices), predictive
+    mean, predictive sd and absolute error on every vertex of ``mesh`` (``problem.extras["f"]``
+    is the truth); the figure is titled with ``experiment`` and the model's name."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -38,7 +41,7 @@ def render(problem: Problem, spec: ModelSpec, trial: Trial, mesh, path: Path, ti
     truth = problem.extras["f"]
     sd = np.sqrt(np.maximum(var, 0.0))
     panels = {
-        "truth": truth,
+        f"truth, with the {trial.size} training vertices": truth,
         f"{spec.name} mean": mu,
         f"{spec.name} sd": sd,
         "|error|": np.abs(mu - truth),
@@ -49,9 +52,12 @@ def render(problem: Problem, spec: ModelSpec, trial: Trial, mesh, path: Path, ti
     for i, (label, values) in enumerate(panels.items()):
         ax = fig.add_subplot(2, 2, i + 1, projection="3d")
         limits, cmap = (shared, "viridis") if i < 2 else (None, "magma")
-        plot_mesh_field(ax, mesh.vertices, mesh.faces, values, limits=limits, cmap=cmap)
+        marked = trial.train if i == 0 else None
+        plot_mesh_field(
+            ax, mesh.vertices, mesh.faces, values, limits=limits, cmap=cmap, marked=marked
+        )
         ax.set_title(label, fontsize=11)
-    fig.suptitle(f"{title} (n = {trial.size}, draw {trial.draw}, MAP)")
+    fig.suptitle(f"{experiment}: {spec.name} (n = {trial.size}, draw {trial.draw}, MAP fit)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

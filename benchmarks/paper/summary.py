@@ -96,6 +96,9 @@ def draw_counts(rows, models, inference, sizes) -> str:
     )
 
 
+_METRIC_TITLES = {"rmse": "RMSE", "crps": "CRPS", "picp": "95 % interval coverage (PICP)"}
+
+
 def figure(rows: list[dict], models: list[str], path: Path, title: str) -> None:
     import matplotlib
 
@@ -103,7 +106,7 @@ def figure(rows: list[dict], models: list[str], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     stats = aggregate(rows)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.8))
     for metric, ax in zip(METRICS, axes, strict=True):
         for model in models:
             sizes = sorted(s for (m, inf, s) in stats if m == model and inf == "map")
@@ -115,14 +118,18 @@ def figure(rows: list[dict], models: list[str], path: Path, title: str) -> None:
                     s, mean, yerr=np.nan_to_num(se), marker="o", ms=3, capsize=2, label=model
                 )
         if metric == "picp":
-            ax.axhline(NOMINAL, color="k", lw=0.8, ls="--")
+            nominal = ax.axhline(NOMINAL, color="k", lw=0.8, ls="--", label=f"nominal {NOMINAL:g}")
+            ax.legend(handles=[nominal], fontsize=7, loc="lower right")
         ax.set_xlabel("training size")
-        ax.set_title(metric.upper() + " (MAP)")
+        ax.set_title(_METRIC_TITLES[metric] + " (MAP)")
         if metric != "picp":
             ax.set_yscale("log")
-    axes[0].legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 3), fontsize=8,
+               frameon=False)  # fmt: skip
+    fig.suptitle(f"{title}\nmean ± standard error over the training draws")
+    rows_of_labels = -(-len(labels) // 3)
+    fig.tight_layout(rect=(0, 0.05 + 0.045 * rows_of_labels, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
 

@@ -132,7 +132,7 @@ def main(argv=None) -> None:
         trial = prob.trials([sizes[-1]], 1, 0)[0]
         for spec in specs()[:2]:
             slug = spec.name.lower().replace(" ", "_")
-            render(prob, spec, trial, field.mesh, args.out / f"teddy_{slug}.png", title)
+            render(prob, spec, trial, field.mesh, args.out / f"teddy_{slug}.png", "Teddy mesh")
 
 
 if __name__ == "__main__":

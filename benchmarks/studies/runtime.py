@@ -23,6 +23,7 @@ Run:  `python -m benchmarks.studies.runtime [--quick] [--draws 3]`
 from __future__ import annotations
 
 import csv
+import json
 import time
 import tracemalloc
 import warnings
@@ -135,18 +136,27 @@ def figure(stats: dict, path) -> None:
     plt = pyplot()
     titles = {"kernel_ms": "K(X, X) evaluation (ms)", "kernel_mib": "peak allocation (MiB)",
               "train_s": "MAP training (s)", "predict_s": "prediction (s)"}  # fmt: skip
-    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    from matplotlib.ticker import NullFormatter
+
+    sizes = stats["sizes"]
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4.6))
     for ax, column in zip(axes, COLUMNS, strict=True):
         for model in MODELS:
             entry = stats[model][column]
-            ax.errorbar(stats["sizes"], entry["mean"], yerr=np.nan_to_num(entry["se"]),
+            ax.errorbar(sizes, entry["mean"], yerr=np.nan_to_num(entry["se"]),
                         marker="o", ms=3, capsize=2,
-                        label=f"{model} (N^{entry['alpha']:.2f})")  # fmt: skip
+                        label=f"{model}: N^{entry['alpha']:.2f}")  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("N")
+        ticks = sizes[:: max(1, len(sizes) // 4)]  # a few sizes, labelled plainly
+        ax.set_xticks(ticks, [str(n) for n in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("N (training points)")
         ax.set_title(titles[column])
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+    fig.suptitle(f"mean ± standard error over {stats.get('draws', 'the')} data draws; "
+                 "exponents from a power-law fit", fontsize=10)  # fmt: skip
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -177,7 +187,12 @@ def report(stats: dict, draws: int) -> list[str]:
 
 
 def main(argv=None) -> None:
-    args = parser(__doc__.splitlines()[0], draws=3).parse_args(argv)
+    p = parser(__doc__.splitlines()[0], draws=3)
+    p.add_argument("--figure-only", action="store_true", help="redraw from runtime.json")
+    args = p.parse_args(argv)
+    if args.figure_only:
+        figure(json.loads((args.out / "runtime.json").read_text()), args.out / "runtime.png")
+        return
     sizes, draws = (QUICK_SIZES, 1) if args.quick else (SIZES, args.draws)
     # Sequential on purpose: timings from parallel workers would share the cores.
     rows = [measure(m, n, d) for n in sizes for d in range(draws) for m in MODELS]
@@ -188,7 +203,8 @@ def main(argv=None) -> None:
         writer.writeheader()
         writer.writerows(rows)
     stats = summary(rows)
-    write_json(args.out / "runtime.json", {"draws": draws, **stats})
+    stats["draws"] = draws
+    write_json(args.out / "runtime.json", stats)
     write_markdown(args.out / "runtime.md", __doc__.splitlines()[0], report(stats, draws))
     figure(stats, args.out / "runtime.png")
     print((args.out / "runtime.md").read_text())

@@ -42,6 +42,8 @@ class NutsSettings:
         Seed of the sampler and of the posterior predictive draws.
     predictive_draws : int or None
         Predict from about this many posterior draws, evenly thinned; ``None`` uses them all.
+    progressbar : bool
+        Show the sampler's progress bar (PyMC's or nutpie's).
     """
 
     draws: int = 1000
@@ -53,6 +55,7 @@ class NutsSettings:
     nuts_sampler: str = "pymc"
     seed: int = 0
     predictive_draws: int | None = None
+    progressbar: bool = False
 
 
 @dataclass
@@ -165,7 +168,7 @@ def fit_and_score(
             target_accept=settings.target_accept,
             nuts_sampler=settings.nuts_sampler,
             random_seed=settings.seed,
-            progressbar=False,
+            progressbar=settings.progressbar,
             compute_convergence_checks=False,
         )
         idata = pm.sample(**options) if priors is None else sample_basins(priors, **options)
