@@ -7,6 +7,7 @@ only. Given priors on both, the posterior of (a, ls) is a ridge along a / ls = c
 samples that model and the recommended one (a = 1) and saves a pair plot of each.
 
 Run: ``python examples/amplitude_identifiability.py [--quick] [--out docs/figures]``
+
 .. image:: /figures/amplitude_ls_pairs.png
    :alt: Posterior pairs of amplitude and ls
 

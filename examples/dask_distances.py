@@ -13,6 +13,7 @@ one), computes exact W2 between simulated SAXS images to a set of landmark image
 twice to show the resume.
 
 Run: ``python examples/dask_distances.py [--quick] [--store DIR]``
+
 Needs ``pip install 'pymc-sle[dask]'``.
 """
 

@@ -8,6 +8,7 @@ at a few vertices, fits an SLE GP with NUTS and predicts the field -- with uncer
 vertex, then draws truth, prediction and predictive sd.
 
 Run: ``python examples/mesh_gp.py [--mesh ../shared/data/teddy.obj] [--quick] [--out DIR]``
+
 Without ``--mesh`` it uses an icosphere (needs ``trimesh``: ``pip install 'pymc-sle[mesh]'``).
 """
 

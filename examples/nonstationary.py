@@ -13,6 +13,7 @@ multi-start MAP (``pymc_sle.find_map``; ``pm.sample()`` works on the same models
 test grid.
 
 Run: ``python examples/nonstationary.py [--quick] [--out DIR]``
+
 .. image:: /figures/nonstationary.png
    :alt: Stationary and non-stationary SLE fits
 

@@ -3,6 +3,7 @@ Quick start: a GP on a distance matrix with the SLE kernel, fitted with NUTS
 ============================================================================
 
 Run: ``python examples/quickstart.py [--quick]``
+
 The model sees nothing but a distance matrix and integer row indices, so exactly the same code
 works for geodesic distances on a mesh, Wasserstein distances between images or edit distances
 between strings: replace ``data.distances`` with your own matrix.

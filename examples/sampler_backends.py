@@ -9,6 +9,7 @@ and prints wall time, effective samples per second and r-hat. Which is fastest d
 model size and machine: measure on yours.
 
 Run: ``python examples/sampler_backends.py [--quick] [--samplers pymc nutpie numpyro]``
+
 Needs ``pip install 'pymc-sle[nutpie]'`` / ``'pymc-sle[jax]'`` for the optional backends.
 """
 
