@@ -10,10 +10,12 @@ instead of failing the build, while every reference inside pymc_sle must still r
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
@@ -78,15 +80,28 @@ if OFFLINE:
     ]
 
 # -- Gallery ---------------------------------------------------------------------------------------
-# The examples sample with NUTS for minutes; the CI runs them (tests/test_examples.py), so the
-# gallery shows their code, and the figures they write are embedded from the committed copies.
+# Every example samples with NUTS for minutes, so the gallery is not re-run on every build: its
+# pages (code, printed output, figures, running time) are generated once per change of a script
+# and committed under auto_examples/, where sphinx-gallery reuses them while the script's checksum
+# matches (tests/test_docs.py fails when one does not). Regenerate after editing an example:
+#     PYMC_SLE_GALLERY_RUN='mesh_gp' sphinx-build -b html docs docs/_build/html
+# (a regular expression on the file path; '.' re-runs every example that changed). The test suite
+# runs every example in --quick mode on its own (tests/test_examples.py).
+sys.path.insert(0, str(DOCS))
+# PyTensor's notice that it found no BLAS to link depends on the machine that ran the examples,
+# not on the examples (getting started explains it): the pages do not show it.
+warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation")
+logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "auto_examples",
-    "filename_pattern": r"^$",  # execute none
+    "filename_pattern": os.environ.get("PYMC_SLE_GALLERY_RUN", r"^$"),
+    "reset_argv": "_gallery.example_argv",
+    "notebook_extensions": set(),  # command-line scripts: argparse would fail in a notebook
     "download_all_examples": False,
     "remove_config_comments": True,
     "within_subsection_order": "FileNameSortKey",
+    "show_signature": False,
 }
 
 # -- HTML ------------------------------------------------------------------------------------------

@@ -6,12 +6,7 @@ With one (scalar) amplitude a, the embedding is a * phi_1(x), so the kernel depe
 only. Given priors on both, the posterior of (a, ls) is a ridge along a / ls = const. This script
 samples that model and the recommended one (a = 1) and saves a pair plot of each.
 
-Run: ``python examples/amplitude_identifiability.py [--quick] [--out docs/figures]``
-
-.. image:: /figures/amplitude_ls_pairs.png
-   :alt: Posterior pairs of amplitude and ls
-
-(The figure the script writes, from a committed full run.)
+Run: ``python examples/amplitude_identifiability.py [--quick] [--out DIR]``
 """
 
 import argparse
@@ -32,12 +27,15 @@ import matplotlib.pyplot as plt
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--quick", action="store_true", help="short chains, for CI")
-parser.add_argument("--out", default="docs/figures", help="where to save the figure")
+parser.add_argument("--out", default=".", help="where to save amplitude_ls_pairs.png")
 args = parser.parse_args()
 draws = 200 if args.quick else 1000
 data = one_dimensional(n_train=30, n_test=10, seed=2)
 
 
+# %%
+# One model, fitted twice: with a LogNormal prior on the amplitude, and with the amplitude fixed
+# at 1 (what :func:`pymc_sle.inference.priors.sle_priors` recommends).
 def fit(free_amplitude: bool):
     with pm.Model():
         priors = sle.priors.sle_priors(
@@ -59,6 +57,9 @@ def fit(free_amplitude: bool):
             return pm.sample(draws, tune=draws, chains=2, cores=2, random_seed=3, progressbar=False)
 
 
+# %%
+# Both posteriors, side by side: with the amplitude random, the chains wander along a ridge of
+# constant amplitude / ls; the quantity the data identify has the same posterior in both models.
 free, fixed = fit(True), fit(False)
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), constrained_layout=True)
 a = free.posterior["amplitude"].values.ravel()

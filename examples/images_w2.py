@@ -29,17 +29,20 @@ parser.add_argument("--n-images", type=int, default=150)
 args = parser.parse_args()
 n_images, draws = (60, 150) if args.quick else (args.n_images, 500)
 
-# 1. Simulated 64 x 64 patterns, binned 4 x 4 on the detector (exact W2 on 16 x 16 pixels costs
-#    milliseconds per pair; `coarsen` bounds the error this adds). y: modulus in GPa.
+# %%
+# Simulated 64 x 64 patterns, binned 4 x 4 on the detector (exact W2 on 16 x 16 pixels costs
+# milliseconds per pair; ``coarsen`` bounds the error this adds). y: modulus in GPa.
 data = saxs_images(n_images=n_images, seed=7)
 images = coarsen(data.images, 4)
 
-# 2. Exact W2 between every pair of images, in fine-pixel units (the binned pixel is 4 wide).
+# %%
+# Exact W2 between every pair of images, in fine-pixel units (the binned pixel is 4 wide).
 W2 = wasserstein(images, spacing=4.0, n_jobs=2, progress=False)
 
-# 3. A kernel of W2 itself need not be a covariance; SLE's always is. The Gaussian kernel of W2
-#    turns indefinite at long length scales once there are enough images (150 images: at 3 x the
-#    median distance; the 60 of --quick may all pass), a failure that grows with the data.
+# %%
+# A kernel of W2 itself need not be a covariance; SLE's always is. The Gaussian kernel of W2
+# turns indefinite at long length scales once there are enough images (150 images: at 3 x the
+# median distance; the 60 of --quick may all pass), a failure that grows with the data.
 every = np.arange(n_images)[:, None]
 median = float(np.median(W2.values[np.triu_indices(n_images, 1)]))
 for factor in (1.0, 3.0, 5.0):
@@ -47,7 +50,8 @@ for factor in (1.0, 3.0, 5.0):
     print(f"Gaussian of W2, ls = {factor:g} x median:", psd_report(gaussian(every).eval()))
 print("SLE of W2:", psd_report(sle.SLE(W2, radius=3.0 * median, ls=1.0)(every).eval()))
 
-# 4. Train on 3/4 of the images, predict the rest. Landmarks: the training images.
+# %%
+# Train on 3/4 of the images, predict the rest. Landmarks: the training images.
 rng = np.random.default_rng(0)
 order = rng.permutation(n_images)
 train, test = np.sort(order[: 3 * n_images // 4]), np.sort(order[3 * n_images // 4 :])

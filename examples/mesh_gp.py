@@ -35,7 +35,8 @@ parser.add_argument("--out", type=Path, default=Path("."), help="where to save m
 args = parser.parse_args()
 draws, n_train = (150, 80) if args.quick else (500, 200)
 
-# 1. The mesh and a smooth field on it (a Matérn-5/2 GP draw; length scale 15 % of its size).
+# %%
+# The mesh and a smooth field on it (a Matérn-5/2 GP draw; length scale 15 % of its size).
 if args.mesh is None:
     import trimesh
 
@@ -47,14 +48,16 @@ size = float(np.ptp(mesh.vertices, axis=0).max())
 field = matern_field(mesh, ls=0.15 * size, nu=2.5, sd=1.0, noise_sd=0.1, seed=1)
 mesh = field.mesh  # the largest connected component
 
-# 2. Training vertices and geodesic distances from every vertex to them: (V, n_train).
+# %%
+# Training vertices and geodesic distances from every vertex to them: (V, n_train).
 rng = np.random.default_rng(0)
 train = np.sort(rng.choice(mesh.n_vertices, size=n_train, replace=False))
 test = np.setdiff1d(np.arange(mesh.n_vertices), train)
 D = geodesic(mesh.vertices, mesh.faces, cols=train)  # one Dijkstra per training vertex
 y_train = field.y[train]
 
-# 3. The model: inputs are vertex indices (rows of D); the landmarks are D's columns.
+# %%
+# The model: inputs are vertex indices (rows of D); the landmarks are D's columns.
 with pm.Model() as model:
     priors = sle.priors.sle_priors(D, train, y_train, inner="matern52")
     cov = priors["eta"] ** 2 * sle.SLE(
@@ -67,7 +70,8 @@ with pm.Model() as model:
         idata = sle.inference.sample_basins(priors, draws=draws, tune=draws, chains=2, cores=2,
                                             random_seed=2)  # fmt: skip
 
-# 4. Predict the latent field on every vertex, averaging over the posterior draws.
+# %%
+# Predict the latent field on every vertex, averaging over the posterior draws.
 with model:
     gp.conditional("f_all", Xnew=np.arange(mesh.n_vertices)[:, None])
     thinned = idata.sel(draw=slice(None, None, 5))

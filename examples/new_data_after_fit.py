@@ -26,6 +26,7 @@ parser.add_argument("--quick", action="store_true", help="few images, short chai
 args = parser.parse_args()
 n_train, n_new, draws = (60, 17, 200) if args.quick else (120, 40, 500)
 
+# %%
 # Simulated SAXS patterns binned to 16 x 16 pixels; y is each film's modulus. The first n_train
 # images are the training set; the rest arrive after the model is fitted.
 data = saxs_images(n_images=n_train + n_new, seed=7)
@@ -33,7 +34,8 @@ images = coarsen(data.images, 4)
 train_images, new_images = images[:n_train], images[n_train:]
 y_train, y_new = data.y[:n_train], data.y[n_train:]
 
-# 1. Fit: the inputs are each training image's W2 distances to the landmarks (all of them).
+# %%
+# Fit: the inputs are each training image's W2 distances to the landmarks (all of them).
 started = time.perf_counter()
 W_train = wasserstein(train_images, spacing=4.0, n_jobs=2, progress=False)
 train_seconds = time.perf_counter() - started
@@ -56,7 +58,8 @@ with pm.Model() as model:
     X_new = pm.Data("X_new", W_train.values[:1])
     gp.conditional("y_new", Xnew=X_new, pred_noise=True)
 
-# 2. Later: new images arrive. Only their distances to the landmark images are computed.
+# %%
+# Later: new images arrive. Only their distances to the landmark images are computed.
 started = time.perf_counter()
 W_new = wasserstein(new_images, to=train_images, spacing=4.0, n_jobs=2, progress=False)
 new_seconds = time.perf_counter() - started
@@ -65,7 +68,8 @@ print(
     f"(the training block {W_train.shape} took {train_seconds:.2f} s)"
 )
 
-# 3. Predict: set the new inputs and draw from the posterior predictive.
+# %%
+# Predict: set the new inputs and draw from the posterior predictive.
 with model:
     pm.set_data({"X_new": W_new.values})
     predictive = pm.sample_posterior_predictive(
@@ -78,6 +82,7 @@ print("scores on the new images:", {k: round(float(v), 3) for k, v in scores.ite
 baseline = float(np.sqrt(np.mean((y_new - y_train.mean()) ** 2)))
 print(f"predicting the training mean instead: RMSE {baseline:.3f}")
 
-# 4. Keep one matrix of every image's distances to the landmarks, for the next refit.
+# %%
+# Keep one matrix of every image's distances to the landmarks, for the next refit.
 everything = W_train.append(W_new)
 print(f"distances to the landmarks, training then new rows: {everything.shape}")

@@ -31,6 +31,8 @@ args = parser.parse_args()
 draws = 200 if args.quick else 1000
 data = one_dimensional(n_train=60, n_test=10, seed=1)
 
+# %%
+# One SLE GP with the library's default priors on 60 points of a noisy function.
 with pm.Model() as model:
     priors = sle.priors.sle_priors(data.distances, data.train, data.y_train, landmarks=data.train)
     cov = priors["eta"] ** 2 * sle.SLE(
@@ -39,6 +41,8 @@ with pm.Model() as model:
     gp = sle.gp.Marginal(cov_func=cov)
     gp.marginal_likelihood("y", X=data.train[:, None], y=data.y_train, sigma=priors["sigma"])
 
+# %%
+# The same model on each installed sampler: wall time includes compilation, as a user sees it.
 print(f"{'sampler':10} {'wall (s)':>9} {'min ESS':>8} {'ESS/s':>7} {'max r-hat':>9}")
 for sampler in args.samplers:
     if sampler != "pymc" and importlib.util.find_spec(sampler) is None:

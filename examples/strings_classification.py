@@ -42,19 +42,22 @@ def mutate(sequence: str, n_mutations: int) -> str:
     return "".join(letters)
 
 
-# 1. Two ancestors 60 % identical; descendants carry up to ~14 mutations.
+# %%
+# Two ancestors 60 % identical; descendants carry up to ~14 mutations.
 first = "".join(rng.choice(list("ACGT"), size=30))
 second = mutate(first, 12)
 ancestor = rng.integers(2, size=n_strings)
 strings = [mutate((first, second)[a], int(rng.poisson(7))) for a in ancestor]
 labels = np.where(rng.uniform(size=n_strings) < 0.1, 1 - ancestor, ancestor)
 
-# 2. Edit distances from every string to the training strings (the landmarks).
+# %%
+# Edit distances from every string to the training strings (the landmarks).
 train = np.arange(3 * n_strings // 4)
 test = np.arange(3 * n_strings // 4, n_strings)
 D = pairwise(strings, edit_distance, cols=train, n_jobs=1, progress=False)
 
-# 3. A latent GP f with an SLE covariance; y ~ Bernoulli(sigmoid(f)).
+# %%
+# A latent GP f with an SLE covariance; y ~ Bernoulli(sigmoid(f)).
 bounds = sle.priors.suggest_bounds(D, train, labels[train].astype(float))
 with pm.Model() as model:
     radius = pm.LogNormal("radius", **sle.priors.lognormal_between(*bounds.radius))
@@ -71,7 +74,8 @@ with pm.Model() as model:
         idata, var_names=["f_test"], extend_inferencedata=True, random_seed=6
     )
 
-# 4. Posterior class probabilities of the test strings.
+# %%
+# Posterior class probabilities of the test strings.
 f_test = idata.posterior_predictive["f_test"].stack(s=("chain", "draw")).values
 p_test = (1.0 / (1.0 + np.exp(-f_test))).mean(axis=1)
 accuracy = float(np.mean((p_test > 0.5) == labels[test]))

@@ -2,6 +2,7 @@
 resolved (``-W -n``): every page, every included part of an example script, the gallery, the
 published benchmark results, and one API page per public object from the docstrings."""
 
+import hashlib
 import html
 import os
 import re
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+GALLERY = ROOT / "docs" / "auto_examples"
 
 #: A reST role or directive shown as text: a docstring or page the parsers did not understand.
 RAW_REST = re.compile(
@@ -79,3 +82,31 @@ def test_results_pages_are_in_the_navigation_and_render_lists(site):
     index = (site / "results/index.html").read_text(encoding="utf-8")
     assert "nuts_convergence.html" in index
     assert index.count("<li>") >= 5  # the README's bullet lists are lists, not one paragraph
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda path: path.name)
+def test_the_committed_gallery_page_comes_from_this_script(script):
+    """The gallery's pages are generated once per change of a script and committed (see
+    docs/conf.py); a page whose checksum no longer matches its script shows another script's
+    output, and a build would silently replace it by the bare code."""
+    # sphinx-gallery's checksum: the text with universal newlines, encoded as UTF-8
+    text = script.read_text(encoding="utf-8", errors="surrogateescape")
+    checksum = hashlib.md5(text.encode("utf-8", errors="surrogateescape")).hexdigest()
+    recorded = GALLERY / f"{script.name}.md5"
+    assert recorded.exists() and recorded.read_text() == checksum, (
+        f"the gallery page of {script.name} is out of date: regenerate it with "
+        f"PYMC_SLE_GALLERY_RUN='{script.stem}' sphinx-build -b html docs docs/_build/html "
+        f"and commit docs/auto_examples/"
+    )
+
+
+def test_gallery_pages_show_output_figures_and_running_time(site):
+    for script in EXAMPLES:
+        page = (site / "auto_examples" / f"{script.stem}.html").read_text(encoding="utf-8")
+        assert "sphx-glr-script-out" in page, script.name  # what the script printed
+        assert "Total running time of the script" in page, script.name
+        assert "could not link to a BLAS" not in page, script.name
+    for name in ("mesh_gp", "nonstationary", "amplitude_identifiability"):
+        assert f"sphx_glr_{name}_001.png" in (site / f"auto_examples/{name}.html").read_text()
+    times = _text(site / "auto_examples/sg_execution_times.html")
+    assert all(script.name in times for script in EXAMPLES)

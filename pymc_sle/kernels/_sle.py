@@ -59,7 +59,8 @@ class SLE(LandmarkCovariance):
 
     .. math::
 
-        \phi(x)_j = b\bigl(d(x, z_j);\, a_j, r_j, \beta_j\bigr), \qquad
+        \phi(x)_j = b\bigl(d(x, z_j);\, a_j, r_j, \beta_j\bigr),
+
         b(d; a, r, \beta) = a \exp\!\left(\beta - \frac{\beta}{1 - d^2/r^2}\right)
         \mathbb{1}[d < r],
 
