@@ -30,7 +30,7 @@ from pymc_sle._lazy import lazy_attributes
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the public names; imported on first use (see pymc_sle._lazy)
-    from pymc_sle import datasets, distances, evaluation, gp, inference, kernels
+    from pymc_sle import datasets, demo, distances, evaluation, gp, inference, kernels, plotting
     from pymc_sle.distance_matrix import DistanceMatrix
     from pymc_sle.evaluation import diagnostics, metrics
     from pymc_sle.inference import find_map, priors

@@ -4,6 +4,8 @@ import paths keep working."""
 import importlib
 import inspect
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,21 @@ def test_first_release_import_paths_still_work(path, name):
 
 def test_version():
     assert pymc_sle.__version__.count(".") == 2
+
+
+def test_every_public_module_is_an_attribute_of_a_fresh_import():
+    """``import pymc_sle as sle`` then ``sle.plotting.plot_mesh_field`` works in a new interpreter
+    (no earlier import of the submodule), and the import itself does not load PyMC."""
+    code = (
+        "import inspect, sys\n"
+        "import pymc_sle as sle\n"
+        "assert 'pymc' not in sys.modules\n"
+        f"for name in {PUBLIC_MODULES!r}:\n"
+        "    assert inspect.ismodule(getattr(sle, name)), name\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+#: What ``import pymc_sle as sle`` makes reachable as ``sle.<name>``.
+PUBLIC_MODULES = ["distances", "kernels", "gp", "inference", "evaluation", "datasets", "plotting",
+                  "demo", "priors", "metrics", "diagnostics", "baselines", "spectral"]  # fmt: skip
