@@ -73,8 +73,10 @@ def _models(D, X, y, sigma=0.3):
     return models
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("shape", [(3,), (2, 2)])
+# Two batch axes on one backend only: gaussian_logp flattens them with a reshape in the graph, so
+# every backend's Op sees rows either way, and PyMC's reference (a batched Cholesky and its
+# gradient) takes nearly two minutes to compile per backend.
+@pytest.mark.parametrize("shape, mode", [((3,), mode) for mode in MODES] + [((2, 2), "FAST_RUN")])
 def test_multi_output_y_gives_pymcs_log_density_and_gradient(graph_distances, mode, shape):
     X = np.arange(25)[:, None]
     y = np.random.default_rng(4).normal(size=(*shape, 25))
