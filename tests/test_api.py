@@ -94,6 +94,11 @@ def test_version():
     assert pymc_sle.__version__.count(".") == 2
 
 
+#: What ``import pymc_sle as sle`` makes reachable as ``sle.<name>``.
+PUBLIC_MODULES = ["distances", "kernels", "gp", "inference", "evaluation", "datasets", "plotting",
+                  "demo", "priors", "metrics", "diagnostics", "baselines", "spectral"]  # fmt: skip
+
+
 def test_every_public_module_is_an_attribute_of_a_fresh_import():
     """``import pymc_sle as sle`` then ``sle.plotting.plot_mesh_field`` works in a new interpreter
     (no earlier import of the submodule), and the import itself does not load PyMC."""
@@ -105,8 +110,3 @@ def test_every_public_module_is_an_attribute_of_a_fresh_import():
         "    assert inspect.ismodule(getattr(sle, name)), name\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
-
-
-#: What ``import pymc_sle as sle`` makes reachable as ``sle.<name>``.
-PUBLIC_MODULES = ["distances", "kernels", "gp", "inference", "evaluation", "datasets", "plotting",
-                  "demo", "priors", "metrics", "diagnostics", "baselines", "spectral"]  # fmt: skip
