@@ -11,17 +11,13 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-#: The scripts that save files, and the option that says where.
-SAVES_TO = {
-    "amplitude_identifiability.py": "--out",
-    "mesh_gp.py": "--out",
-    "nonstationary.py": "--out",
-}
+#: The scripts that save files, each to the folder its ``--out`` option names.
+SAVE_FILES = {"amplitude_identifiability.py", "mesh_gp.py", "nonstationary.py"}
 
 
 def example_argv(gallery_conf, script_vars) -> list[str]:
     """The command-line arguments of one example script run by sphinx-gallery."""
     name = Path(script_vars["src_file"]).name
-    if name not in SAVES_TO:
+    if name not in SAVE_FILES:
         return []
-    return [SAVES_TO[name], tempfile.mkdtemp(prefix=f"gallery-{Path(name).stem}-")]
+    return ["--out", tempfile.mkdtemp(prefix=f"gallery-{Path(name).stem}-")]

@@ -2,7 +2,6 @@
 resolved (``-W -n``): every page, every included part of an example script, the gallery, the
 published benchmark results, and one API page per public object from the docstrings."""
 
-import hashlib
 import html
 import os
 import re
@@ -11,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sphinx_gallery.utils import get_md5sum
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
@@ -89,9 +89,7 @@ def test_the_committed_gallery_page_comes_from_this_script(script):
     """The gallery's pages are generated once per change of a script and committed (see
     docs/conf.py); a page whose checksum no longer matches its script shows another script's
     output, and a build would silently replace it by the bare code."""
-    # sphinx-gallery's checksum: the text with universal newlines, encoded as UTF-8
-    text = script.read_text(encoding="utf-8", errors="surrogateescape")
-    checksum = hashlib.md5(text.encode("utf-8", errors="surrogateescape")).hexdigest()
+    checksum = get_md5sum(script, mode="t")  # what sphinx-gallery compares
     recorded = GALLERY / f"{script.name}.md5"
     assert recorded.exists() and recorded.read_text() == checksum, (
         f"the gallery page of {script.name} is out of date: regenerate it with "
