@@ -37,6 +37,7 @@ def test_plain_nuts_sees_one_well_and_sample_basins_both_by_their_mass():
     diagnostics = basin_diagnostics(pooled)
     assert diagnostics["basin_weight"] == pytest.approx([0.7, 0.3])
     assert diagnostics["basin_draws"] == [140, 60]
+    assert diagnostics["basin_outside"] == [0.0, 0.0]
     assert all(r < 1.05 for r in diagnostics["basin_r_hat_max"])
     assert basin_diagnostics(plain) is None
     _, worst = convergence(pooled, ["x"])  # what fit_and_score reports: the worst basin
@@ -74,7 +75,7 @@ def test_sle_priors_reports_basins_with_starts_inside_them():
         masses = [b.mass for b in priors.basins]
         assert masses == sorted(masses, reverse=True)
         for basin in priors.basins:
-            assert set(basin.start) == {"r", "ls", "eta", "sigma"}
+            assert set(basin.start) == {"r", "ls_rel", "eta", "sigma"}  # the sampled variables
             assert basin.low <= basin.start["r"] <= basin.high
     with pm.Model():
         assert sle_priors(D, np.arange(30), np.sin(6 * x), start="prior").basins == ()
@@ -87,3 +88,14 @@ def test_nutpie_starts_every_basin_from_the_model_initial_values():
     pooled = sample_basins(priors, model=model, random_seed=2, nuts_sampler="nutpie", **SAMPLE)
     for chain in pooled.posterior["x"].values:
         assert np.mean(chain < 0) == pytest.approx(0.7, abs=0.01)
+
+
+def test_sample_basins_warns_when_chains_leave_their_basin():
+    """One well split at 0 into two 'basins': the chains cross, and pooling would double count."""
+    with pm.Model() as model:
+        x = pm.Normal("x", 0.0, 1.0)
+    basins = (Basin(-1.0, 0.5, -20.0, 0.0, {"x": -1.0}), Basin(1.0, 0.5, 0.0, 20.0, {"x": 1.0}))
+    with pytest.warns(UserWarning, match=r"Chains left the radius basin .*r = -1: \d+ %"):
+        pooled = sample_basins(SLEPriors({"radius": x}, basins), model=model, random_seed=1,
+                               **SAMPLE)  # fmt: skip
+    assert all(0.3 < share < 0.7 for share in basin_diagnostics(pooled)["basin_outside"])

@@ -80,10 +80,15 @@ def test_scale_priors_reject_constant_y():
 def test_sle_priors_create_named_variables(line_distances):
     with pm.Model() as model:
         priors = sle_priors(
-            line_distances, np.arange(12), np.sin(np.arange(12.0)), names={"radius": "r"}
+            line_distances,
+            np.arange(12),
+            np.sin(np.arange(12.0)),
+            names={"radius": "r", "ls": "ell"},
         )
     assert set(priors) == {"radius", "ls", "eta", "sigma"}
-    assert {rv.name for rv in model.free_RVs} == {"r", "ls", "eta", "sigma"}
+    # ls is sampled as ls_rel, its ratio to the ridge of the posterior (tests/test_transforms.py)
+    assert {rv.name for rv in model.free_RVs} == {"r", "ell_rel", "eta", "sigma"}
+    assert [v.name for v in model.deterministics] == ["ell"]
     draws = pm.draw(priors["radius"], draws=4000, random_seed=1)
     low, high = suggest_bounds(line_distances, np.arange(12), np.sin(np.arange(12.0))).radius
     inside = np.mean((draws > low) & (draws < high))
@@ -95,18 +100,22 @@ def _line(n=16, seed=0):
     return np.abs(x[:, None] - x[None, :]), np.sin(6 * x)
 
 
-def test_sle_priors_start_at_the_grid_mode_on_a_centred_log_scale():
-    from pymc_sle.inference.grid import grid_posterior
+def test_sle_priors_start_at_the_grid_mode_and_keep_the_radius_prior():
+    from pymc_sle.inference import priors as priors_module
 
     D, y = _line()
     rows = np.arange(y.size)
     with pm.Model() as model:
         priors = sle_priors(D, rows, y, inner="rbf")
-    mode = grid_posterior(D, rows, y, inner="rbf", n_radius=32, n_ls=24, n_scale=16).mode()
-    point = model.initial_point()
-    for name, value in mode.items():
-        assert point[f"{name}_centered_log__"] == 0.0  # the start is the transform's centre
-        assert model.rvs_to_initial_values[priors[name]] == pytest.approx(value)
+    grid, _ = priors_module._search(D, rows, y, None, 0.95, "rbf", None)
+    mode = grid.mode()
+    start = model.initial_point()
+    ls_at_start = model.compile_fn(model.replace_rvs_by_values([priors["ls"]])[0],
+                                   inputs=model.value_vars, on_unused_input="ignore")  # fmt: skip
+    # The radius reaches its sampled scale through the transform's inverse, exact to ~1e-5.
+    assert float(ls_at_start(start)) == pytest.approx(mode["ls"], rel=1e-4)
+    for name in ("radius", "eta", "sigma"):
+        assert model.rvs_to_initial_values[priors[name]] == pytest.approx(mode[name])
     # The prior is unchanged: the same log density as sle_priors(start="prior") at any radius.
     with pm.Model() as plain:
         sle_priors(D, rows, y, start="prior")

@@ -71,9 +71,9 @@ class HoldoutFit:
         (:func:`pymc_sle.evaluation.metrics.evaluate`).
     diagnostics : dict
         ``{"r_hat_max", "ess_bulk_min", "ess_tail_min", "divergences", "basins"}`` over the free
-        variables (see :func:`convergence`).
+        variables, and with ``priors`` the deterministic ``ls`` (see :func:`convergence`).
     summary : pandas.DataFrame
-        ``arviz.summary`` of the free variables.
+        ``arviz.summary`` of the same variables.
     sampling_seconds, seconds : float
         Wall time of ``pm.sample`` (compilation included), and of the whole fit.
     """
@@ -157,7 +157,7 @@ def fit_and_score(
     """
     settings = settings or NutsSettings()
     start = time.perf_counter()
-    free = [rv.name for rv in model.free_RVs]
+    watched = [rv.name for rv in model.free_RVs] if priors is None else priors.var_names(model)
     with model, threadpool_limits(limits=1, user_api="blas"):
         options = dict(
             draws=settings.draws,
@@ -187,7 +187,7 @@ def fit_and_score(
             source, var_names=names, random_seed=settings.seed, progressbar=False
         )
     idata.add_groups(posterior_predictive=predictive.posterior_predictive)
-    summary, diagnostics = convergence(idata, free)
+    summary, diagnostics = convergence(idata, watched)
     return HoldoutFit(
         idata=idata,
         scores=evaluate(idata, np.asarray(y_test), "y_test"),

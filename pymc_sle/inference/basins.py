@@ -20,6 +20,7 @@ property of each basin's chains, so their diagnostics are stored in ``posterior.
 
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager
 
 import arviz as az
@@ -32,7 +33,9 @@ from pymc_sle.inference.priors import SLEPriors
 __all__ = ["basin_diagnostics", "sample_basins"]
 
 _ATTRS = ("basin_radius", "basin_weight", "basin_r_hat_max", "basin_ess_bulk_min",
-          "basin_ess_tail_min", "basin_draws")  # fmt: skip
+          "basin_ess_tail_min", "basin_draws", "basin_outside")  # fmt: skip
+#: Share of a basin's draws outside it above which sample_basins warns that pooling is biased.
+_STRAY = 0.05
 
 
 def _pool(fits: list[az.InferenceData], weights: np.ndarray, draws: int) -> az.InferenceData:
@@ -106,7 +109,9 @@ def sample_basins(
     arviz.InferenceData
         ``posterior`` and ``sample_stats`` with ``chains`` chains; with several basins, their
         ``attrs`` hold ``basin_radius``, ``basin_weight``, ``basin_draws`` and each basin's
-        ``basin_r_hat_max``, ``basin_ess_bulk_min`` and ``basin_ess_tail_min``.
+        ``basin_r_hat_max``, ``basin_ess_bulk_min``, ``basin_ess_tail_min`` and
+        ``basin_outside``, the share of its chains' draws outside it: when that exceeds 5 % a
+        warning says the pooling is biased (the basins are not separated for NUTS).
 
     Raises
     ------
@@ -127,14 +132,17 @@ def sample_basins(
     common = dict(draws=draws, tune=tune, chains=chains, model=model, **sample_kwargs)
     if len(basins) <= 1:
         return pm.sample(random_seed=random_seed, **common)
-    free = [rv.name for rv in model.free_RVs]
-    fits, diagnostics = [], []
+    watched = priors.var_names(model)
+    radius = priors["radius"].name
+    fits, diagnostics, outside = [], [], []
     for b, basin in enumerate(basins):
         seed = None if random_seed is None else random_seed + b
         with _initial_values(model, basin.start):
             fit = pm.sample(random_seed=seed, **common)
-        summary = az.summary(fit, var_names=free, round_to="none")
+        summary = az.summary(fit, var_names=watched, round_to="none")
         fits.append(fit)
+        draws_radius = fit.posterior[radius].values
+        outside.append(float(np.mean((draws_radius < basin.low) | (draws_radius > basin.high))))
         diagnostics.append((summary["r_hat"].max(), summary["ess_bulk"].min(),
                             summary["ess_tail"].min()))  # fmt: skip
     weights = np.array([b.mass for b in basins])
@@ -147,8 +155,19 @@ def sample_basins(
         "basin_ess_bulk_min": [float(d[1]) for d in diagnostics],
         "basin_ess_tail_min": [float(d[2]) for d in diagnostics],
         "basin_draws": counts.tolist(),
+        "basin_outside": outside,
     }
     pooled.posterior.attrs.update(attrs)
+    strays = [f"r = {b.radius:.3g}: {100 * o:.0f} %" for b, o in zip(basins, outside, strict=True)
+              if o > _STRAY]  # fmt: skip
+    if strays:
+        warnings.warn(
+            "Chains left the radius basin they were started in (share of draws outside it: "
+            f"{', '.join(strays)}), so the basins are not separated for NUTS and pooling them by "
+            "their grid mass counts some of the posterior twice. Sample with pm.sample instead.",
+            UserWarning,
+            stacklevel=2,
+        )
     return pooled
 
 

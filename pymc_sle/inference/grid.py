@@ -25,6 +25,7 @@ are and how much mass each holds (:meth:`GridPosterior.radius_modes`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -170,11 +171,25 @@ class GridPosterior:
         return modes
 
 
-def _kernel_function(inner, inner_kwargs):
+def _compile_kernel(inner, inner_kwargs):
     squared = pt.matrix("squared")
     ls = pt.scalar("ls")
     K = kernel_of_squared_distance(resolve_inner(inner, inner_kwargs), squared, ls)
     return pytensor.function([squared, ls], K)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_kernel(inner, frozen_kwargs: tuple):
+    return _compile_kernel(inner, dict(frozen_kwargs))
+
+
+def _kernel_function(inner, inner_kwargs):
+    """The compiled inner kernel of squared distances; compiled once per process for hashable
+    ``inner`` and ``inner_kwargs`` (``sle_priors`` evaluates two grids)."""
+    try:
+        return _cached_kernel(inner, tuple(sorted((inner_kwargs or {}).items())))
+    except TypeError:  # unhashable: compile this once
+        return _compile_kernel(inner, inner_kwargs)
 
 
 def _log_normal_axis(params: dict[str, float], size: int, width: float) -> np.ndarray:

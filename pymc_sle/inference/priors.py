@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pymc.distributions.transforms import Transform
 
 from pymc_sle.inference._bounds import (
     SLEBounds,
@@ -29,6 +28,7 @@ from pymc_sle.inference._bounds import (
     suggest_bounds,
     target_scale,
 )
+from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
 from pymc_sle.inference.grid import grid_posterior
 
 __all__ = [
@@ -43,29 +43,14 @@ __all__ = [
 ]
 
 
-class _CenteredLog(Transform):
-    r"""The log transform centred at ``centre``, in units of ``scale``:
-    :math:`v = (\log x - \log c) / s`. PyMC samples and jitters :math:`v`; the prior on
-    :math:`x` is unchanged."""
-
-    name = "centered_log"
-
-    def __init__(self, centre: float, scale: float):
-        self.log_centre = float(np.log(centre))
-        self.scale = float(scale)
-
-    def forward(self, value, *inputs):
-        return (pt.log(value) - self.log_centre) / self.scale
-
-    def backward(self, value, *inputs):
-        return pt.exp(self.log_centre + self.scale * value)
-
-    def log_jac_det(self, value, *inputs):
-        return np.log(self.scale) + self.log_centre + self.scale * value
-
-
-#: The coarse grid ``start="mode"`` searches: 32 x 24 eigendecompositions of the n x n Gram.
+#: The coarse grid ``start="mode"`` searches over the priors' ranges: 32 x 24 eigendecompositions
+#: of the n x n Gram.
 _START_GRID = {"n_radius": 32, "n_ls": 24, "n_scale": 16}
+#: The fine grid over the coarse grid's mass: 32 radii x 40 length scales. The ridge needs the
+#: length scales: with 16 of them NUTS diverged 11-25 times on the quick start, with 40 never.
+_FINE_GRID = {"n_radius": 32, "n_ls": 40}
+#: The fine grid spans the coarse marginals' quantiles [_TAIL, 1 - _TAIL], and a cell either side.
+_TAIL = 1e-4
 #: Mass outside the start basin above which ``sle_priors`` warns.
 _UNREACHED_MASS = 0.01
 #: Dips of the radius marginal shallower than this (nats) do not separate basins: NUTS crosses
@@ -105,27 +90,35 @@ class SLEPriors(dict):
         super().__init__(variables)
         self.basins = tuple(basins)
 
+    def var_names(self, model: pm.Model) -> list[str]:
+        """What convergence diagnostics should cover: every free variable of ``model`` (what
+        NUTS samples, ``ls_rel`` included) and the deterministic ``ls``."""
+        free = [rv.name for rv in model.free_RVs]
+        return free + [v.name for v in self.values() if v in model.deterministics]
 
-def _start_in_global_basin(distances, rows, y, landmarks, mass, inner, inner_kwargs, names):
-    """Per variable, the ``initval`` and centred log transform of ``start="mode"``; and the
-    radius basins behind dips of more than ``_BARRIER`` nats, highest mass first."""
-    grid = grid_posterior(distances, rows, y, landmarks=landmarks, inner=inner,
-                          inner_kwargs=inner_kwargs, mass=mass, **_START_GRID)  # fmt: skip
-    start = grid.mode()
-    basins = [
-        Basin(
-            b.radius,
-            b.mass,
-            b.low,
-            b.high,
-            {names[k]: v for k, v in grid.mode((b.low, b.high)).items()},
-        )
-        for b in grid.radius_modes(min_mass=0.0, barrier=_BARRIER)
-    ]
-    basins.sort(key=lambda b: -b.mass)
-    home = next(b for b in basins if b.low <= start["radius"] <= b.high)
-    unreached = 1.0 - home.mass
-    if unreached > _UNREACHED_MASS:
+
+def _mass_range(grid, name: str, size: int) -> np.ndarray:
+    """``size`` geometrically spaced values spanning the quantiles ``[_TAIL, 1 - _TAIL]`` of the
+    grid's marginal of ``name``, widened by one grid cell either side."""
+    axis = getattr(grid, name)
+    cdf = np.cumsum(grid.marginal(name))
+    low = max(int(np.searchsorted(cdf, _TAIL)) - 1, 0)
+    high = min(int(np.searchsorted(cdf, 1.0 - _TAIL)) + 1, axis.size - 1)
+    return np.geomspace(axis[low], axis[high], size)
+
+
+def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
+    """The coarse grid posterior, and its radius basins behind dips of more than ``_BARRIER``
+    nats, highest mass first (with the one holding the grid's mode flagged by a warning when
+    the others hold more than ``_UNREACHED_MASS``)."""
+    common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
+    coarse = grid_posterior(distances, rows, y, **common, **_START_GRID)
+    axes = {name: _mass_range(coarse, name, _FINE_GRID[f"n_{name}"]) for name in ("radius", "ls")}
+    grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_START_GRID["n_scale"])
+    basins = sorted(grid.radius_modes(min_mass=0.0, barrier=_BARRIER), key=lambda b: -b.mass)
+    start = grid.mode()["radius"]
+    home = next(b for b in basins if b.low <= start <= b.high)
+    if 1.0 - home.mass > _UNREACHED_MASS:
         others = ", ".join(
             f"r = {b.radius:.3g} ({100 * b.mass:.1f} %)"
             for b in basins
@@ -139,13 +132,15 @@ def _start_in_global_basin(distances, rows, y, landmarks, mass, inner, inner_kwa
             UserWarning,
             stacklevel=3,
         )
-    out = {}
-    for name, value in start.items():
-        axis = getattr(grid, name)
-        half_step = 0.5 * float(np.log(axis[1] / axis[0]))
-        scale = max(grid.log_spread(name), half_step) if name != "radius" else half_step
-        out[name] = {"initval": value, "default_transform": _CenteredLog(value, scale)}
-    return out, tuple(b for b in basins if b.mass >= _UNREACHED_MASS / 10)
+    return grid, [b for b in basins if b.mass >= _UNREACHED_MASS / 10]
+
+
+def _sampled_start(point: dict[str, float], ridge: Ridge) -> dict[str, float]:
+    """A grid point ``{"radius", "ls", "eta", "sigma"}`` in the sampled variables: ``ls`` is
+    replaced by ``ls_rel = ls / exp(ridge(log radius))``."""
+    out = dict(point)
+    out["ls_rel"] = out.pop("ls") / np.exp(ridge.numpy(np.log(point["radius"])))
+    return out
 
 
 def sle_priors(
@@ -169,19 +164,28 @@ def sle_priors(
 
     Bounds come from :func:`suggest_bounds`. The amplitude is left at 1 (see the module notes).
 
-    **Where the chains start.** The radius's log likelihood is rough: besides the basin that
-    holds the posterior mass it has local maxima tens of log units lower, and a NUTS chain started
-    in one never leaves it (``docs/hyperposterior.md``). With ``start="mode"`` the four variables
-    start at the highest cell of a coarse grid posterior
-    (:func:`~pymc_sle.inference.grid_posterior`, ``inner`` as in the model) and are sampled
-    on a log scale centred there, in units of about half a grid cell (radius) or their posterior
-    spread (the others), so PyMC's default jitter keeps every chain in that basin. A warning says
-    when basins behind dips deeper than 3 nats hold more than 1 % of the mass: then sample with
-    :func:`pymc_sle.inference.sample_basins`, which samples each basin and pools them by their
-    grid mass (it is ``pm.sample`` when there is one basin). The search costs 768
-    eigendecompositions of the ``n x n`` training Gram matrix (seconds at n = 200, about half a
-    minute at n = 400). ``start="prior"`` gives PyMC's default start (the prior medians,
-    jittered), as the first release did.
+    **What NUTS samples** (``start="mode"``, ``docs/hyperposterior.md``). The radius posterior is
+    rough: basins separated by dips, and ``log ls`` follows ``log radius`` along a curved ridge.
+    ``sle_priors`` computes the grid posterior (:func:`~pymc_sle.inference.grid_posterior`,
+    ``inner`` as in the model) twice, coarsely over the priors' ranges and finely over where the
+    coarse one puts the mass, and from the fine one builds smooth bijections (the model is
+    unchanged, ``pymc_sle.inference._transforms``):
+
+    - the radius is sampled on its grid quantile scale: a standard normal ``u`` mapped onto the
+      grid's radius marginal, so dips between basins become short;
+    - ``ls`` is the deterministic ``exp(ridge(log radius)) * ls_rel``, with ``ridge`` the grid's
+      mode of ``log ls`` given the radius and ``ls_rel | radius ~ LogNormal(mu - ridge, sigma)``.
+      ``ls`` keeps exactly its ``LogNormal(mu, sigma)`` prior, independent of the radius; NUTS
+      samples ``ls_rel`` (named ``f"{names['ls']}_rel"``), which does not follow the radius;
+    - every chain starts at the grid's mode, jittered by about a posterior standard deviation.
+
+    Basins behind dips deeper than 3 nats that hold more than 1 % of the mass are reported by a
+    warning and in ``basins``; :func:`pymc_sle.inference.sample_basins` samples each and pools
+    them by their grid mass (it is ``pm.sample`` when there is one basin). The two grids cost
+    2,048 eigendecompositions of the ``n x n`` training Gram matrix: with one BLAS thread, about
+    1 s at n = 50, 8 s at n = 200 and 40 s at n = 400 (plus a few seconds, once per process, to
+    compile the kernel). ``start="prior"`` gives the first release's model: ``ls`` sampled
+    directly, chains started at the prior medians, jittered.
 
     Parameters
     ----------
@@ -218,21 +222,62 @@ def sle_priors(
     if start not in ("mode", "prior"):
         raise ValueError(f"`start` must be 'mode' or 'prior', but got {start!r}")
     names = {"radius": "radius", "ls": "ls", "eta": "eta", "sigma": "sigma", **(names or {})}
+    names.setdefault("ls_rel", f"{names['ls']}_rel")
     bounds = suggest_bounds(distances, rows, y, landmarks=landmarks)
-    at, basins = {key: {} for key in names}, ()
-    if start == "mode":
-        at, basins = _start_in_global_basin(
-            distances, rows, y, landmarks, mass, inner, inner_kwargs, names
-        )
+    radius_prior = lognormal_between(*bounds.radius, mass)
+    ls_prior = lognormal_between(*bounds.ls, mass)
     scale = target_scale(y)
+    if start == "prior":
+        return SLEPriors(
+            {
+                "radius": pm.LogNormal(names["radius"], **radius_prior),
+                "ls": pm.LogNormal(names["ls"], **ls_prior),
+                "eta": pm.HalfNormal(names["eta"], sigma=scale),
+                "sigma": pm.HalfNormal(names["sigma"], sigma=scale),
+            }
+        )
+
+    grid, found = _search(distances, rows, y, landmarks, mass, inner, inner_kwargs)
+    ridge = Ridge(grid)
+    at = _sampled_start(grid.mode(), ridge)
+
+    def centred(name: str, spread: float) -> dict:
+        axis = getattr(grid, "ls" if name == "ls_rel" else name)
+        half_step = 0.5 * float(np.log(axis[1] / axis[0]))
+        return {
+            "initval": at[name],
+            "default_transform": CenteredLog(at[name], max(spread, half_step)),
+        }
+
+    radius = pm.LogNormal(
+        names["radius"],
+        **radius_prior,
+        initval=at["radius"],
+        default_transform=QuantileLog.from_grid(np.log(grid.radius), grid.marginal("radius")),
+    )
+    # log ls = ridge(log radius) + log ls_rel, with ls_rel | radius ~ LogNormal(mu - ridge, sigma):
+    # ls ~ LogNormal(mu, sigma) independently of the radius, exactly the prior of start="prior".
+    on_ridge = ridge(pt.log(radius))[0]
+    ls_spread = float(np.interp(np.log(at["radius"]), np.log(grid.radius), ridge.spread))
+    ls_rel = pm.LogNormal(
+        names["ls_rel"],
+        mu=ls_prior["mu"] - on_ridge,
+        sigma=ls_prior["sigma"],
+        **centred("ls_rel", ls_spread),
+    )
     variables = {
-        "radius": pm.LogNormal(
-            names["radius"], **lognormal_between(*bounds.radius, mass), **at["radius"]
+        "radius": radius,
+        "ls": pm.Deterministic(names["ls"], pt.exp(on_ridge) * ls_rel),
+        "eta": pm.HalfNormal(names["eta"], sigma=scale, **centred("eta", grid.log_spread("eta"))),
+        "sigma": pm.HalfNormal(
+            names["sigma"], sigma=scale, **centred("sigma", grid.log_spread("sigma"))
         ),
-        "ls": pm.LogNormal(names["ls"], **lognormal_between(*bounds.ls, mass), **at["ls"]),
-        "eta": pm.HalfNormal(names["eta"], sigma=scale, **at["eta"]),
-        "sigma": pm.HalfNormal(names["sigma"], sigma=scale, **at["sigma"]),
     }
+    basins = tuple(
+        Basin(b.radius, b.mass, b.low, b.high,
+              {names[k]: v for k, v in _sampled_start(grid.mode((b.low, b.high)), ridge).items()})
+        for b in found
+    )  # fmt: skip
     return SLEPriors(variables, basins)
 
 

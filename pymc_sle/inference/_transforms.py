@@ -1,0 +1,195 @@
+r"""Changes of variable under which NUTS samples the SLE hyperposterior well.
+
+The coarse grid posterior of :func:`~pymc_sle.inference.priors.sle_priors` shows two
+obstacles for NUTS (``docs/hyperposterior.md``):
+
+- the radius marginal is rough: basins separated by dips of a few nats, which a chain crosses
+  rarely;
+- ``log ls`` follows ``log radius`` along a curved ridge: flat while bumps reach few neighbours,
+  falling like :math:`-2 \log r` once they cover everything (embedding distances shrink like
+  :math:`1/r^2`).
+
+Neither is fixed by a mass matrix, which is linear. Both are undone by maps read off the grid,
+each a smooth bijection, so the prior and the posterior are exactly those of the model:
+
+- :class:`QuantileLog` samples the radius as :math:`u` with :math:`\log r = g(u)`, where
+  :math:`g` pushes a standard normal onto (a widened copy of) the grid's marginal of
+  :math:`\log r`. In :math:`u` the marginal is close to :math:`N(0, 1)`: its dips are squeezed
+  into short intervals.
+- :class:`Ridge` is the grid's conditional mode :math:`m(\log r)` of :math:`\log ls`;
+  ``sle_priors`` samples :math:`\log ls - m(\log r)` instead of :math:`\log ls`.
+
+Both maps are piecewise-cubic Hermite interpolants (PCHIP) with continuous first derivatives,
+so the log density and its gradient are continuous, as leapfrog integration needs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.distributions.transforms import Transform
+from scipy import interpolate, special, stats
+
+__all__ = ["CenteredLog", "QuantileLog", "Ridge"]
+
+
+class CenteredLog(Transform):
+    r"""The log transform centred at ``centre``, in units of ``scale``:
+    :math:`v = (\log x - \log c) / s`. PyMC samples and jitters :math:`v`; the prior on
+    :math:`x` is unchanged."""
+
+    name = "centered_log"
+
+    def __init__(self, centre: float, scale: float):
+        self.log_centre = float(np.log(centre))
+        self.scale = float(scale)
+
+    def forward(self, value, *inputs):
+        return (pt.log(value) - self.log_centre) / self.scale
+
+    def backward(self, value, *inputs):
+        return pt.exp(self.log_centre + self.scale * value)
+
+    def log_jac_det(self, value, *inputs):
+        return np.log(self.scale) + self.log_centre + self.scale * value
+
+
+class Hermite:
+    r"""A monotone-preserving cubic through ``(start + k * step, values[k])`` (SciPy's PCHIP
+    slopes), continued by straight lines with the end slopes: continuous with a continuous first
+    derivative everywhere. Calling it on a tensor gives the value and the derivative."""
+
+    def __init__(self, start: float, step: float, values):
+        self.start, self.step = float(start), float(step)
+        self.values = np.asarray(values, dtype=float)
+        knots = self.start + self.step * np.arange(self.values.size)
+        self.slopes = interpolate.PchipInterpolator(knots, self.values).derivative()(knots)
+
+    def __call__(self, x):
+        y, m, h, last = self.values, self.slopes, self.step, self.values.size - 1
+        position = (x - self.start) / h
+        k = pt.clip(pt.floor(position), 0, last - 1).astype("int64")
+        t = pt.clip(position - k, 0.0, 1.0)
+        y0, y1 = pt.as_tensor(y)[k], pt.as_tensor(y)[k + 1]
+        m0, m1 = h * pt.as_tensor(m)[k], h * pt.as_tensor(m)[k + 1]
+        t2, t3 = t * t, t * t * t
+        inside = (
+            (2 * t3 - 3 * t2 + 1) * y0
+            + (t3 - 2 * t2 + t) * m0
+            + (3 * t2 - 2 * t3) * y1
+            + (t3 - t2) * m1
+        )
+        slope = (
+            (6 * t2 - 6 * t) * (y0 - y1) + (3 * t2 - 4 * t + 1) * m0 + (3 * t2 - 2 * t) * m1
+        ) / h
+        below, above = position < 0, position > last
+        value = pt.switch(
+            below,
+            y[0] + m[0] * h * position,
+            pt.switch(above, y[-1] + m[-1] * h * (position - last), inside),
+        )
+        derivative = pt.switch(below, m[0], pt.switch(above, m[-1], slope))
+        return value, derivative
+
+    def numpy(self, x: float) -> float:
+        """The same function at a float."""
+        knots = self.start + self.step * np.arange(self.values.size)
+        if x < knots[0]:
+            return float(self.values[0] + self.slopes[0] * (x - knots[0]))
+        if x > knots[-1]:
+            return float(self.values[-1] + self.slopes[-1] * (x - knots[-1]))
+        return float(interpolate.PchipInterpolator(knots, self.values)(x))
+
+
+class QuantileLog(Transform):
+    r"""Sample a positive variable :math:`x` as :math:`u` with :math:`\log x = g(u)`, where
+    :math:`g = F^{-1} \circ \Phi` maps a standard normal onto a target density :math:`q` of
+    :math:`\log x` with distribution function :math:`F`.
+
+    :meth:`from_grid` takes :math:`q = (1 - \epsilon)\, p + \epsilon\, N(\mu, (2 s)^2)`: the
+    grid's marginal :math:`p` (linear between grid points), widened by a normal with the
+    marginal's mean :math:`\mu` and twice its standard deviation :math:`s` so that :math:`q`
+    is positive everywhere and :math:`g` has linear tails. If the posterior marginal equalled
+    :math:`q`, :math:`u` would be exactly standard normal. The prior of :math:`x` is untouched:
+    ``log_jac_det`` is :math:`\log g'(u) + g(u)`.
+
+    :math:`g` and its inverse are :class:`Hermite` interpolants of the tabulated quantile
+    function, on evenly spaced :math:`u` and :math:`\log x` respectively; they agree at the
+    knots (the inverse is used only to place initial values).
+    """
+
+    name = "quantile_log"
+
+    #: Weight of the wide normal in the target density.
+    widening = 0.02
+    #: The knots of g span u in [-_U_MAX, _U_MAX].
+    _U_MAX = 6.0
+
+    def __init__(self, backward: Hermite, forward: Hermite):
+        self._g, self._g_inverse = backward, forward
+
+    @classmethod
+    def from_grid(cls, log_axis, probabilities, n_knots: int = 49) -> QuantileLog:
+        """The map for a marginal given as probabilities of cells centred at the evenly spaced
+        ``log_axis``."""
+        log_axis = np.asarray(log_axis, dtype=float)
+        p = np.asarray(probabilities, dtype=float)
+        step = float(log_axis[1] - log_axis[0])
+        mean = float(p @ log_axis)
+        spread = max(2.0 * float(np.sqrt(p @ (log_axis - mean) ** 2)), step)
+        x = np.linspace(log_axis[0] - 10 * spread, log_axis[-1] + 10 * spread, 8001)
+        # The grid's density, linear between its points and down to 0 one cell beyond its ends.
+        ends = np.concatenate([[log_axis[0] - step], log_axis, [log_axis[-1] + step]])
+        grid_cdf = _cumulative(x, np.interp(x, ends, np.pad(p / step, 1), left=0.0, right=0.0))
+        wide_cdf = _cumulative(x, stats.norm.pdf(x, mean, spread))
+        cdf = (1 - cls.widening) * grid_cdf / grid_cdf[-1] + cls.widening * wide_cdf / wide_cdf[-1]
+        u = special.ndtri(np.clip(cdf, 1e-300, 1.0))
+        keep = np.isfinite(u) & (np.abs(u) < cls._U_MAX + 1.0)
+        x, u = x[keep], u[keep]
+        u_knots = np.linspace(-cls._U_MAX, cls._U_MAX, n_knots)
+        backward = Hermite(u_knots[0], u_knots[1] - u_knots[0], np.interp(u_knots, u, x))
+        x_knots = np.linspace(backward.values[0], backward.values[-1], 2 * n_knots - 1)
+        forward = Hermite(x_knots[0], x_knots[1] - x_knots[0], np.interp(x_knots, x, u))
+        return cls(backward, forward)
+
+    def forward(self, value, *inputs):
+        return self._g_inverse(pt.log(value))[0]
+
+    def backward(self, value, *inputs):
+        return pt.exp(self._g(value)[0])
+
+    def log_jac_det(self, value, *inputs):
+        log_x, slope = self._g(value)
+        return pt.log(slope) + log_x
+
+    def to_unit(self, x: float) -> float:
+        """:math:`u` for a float :math:`x` (where a chain starts)."""
+        return self._g_inverse.numpy(float(np.log(x)))
+
+
+def _cumulative(x, density):
+    """The trapezoidal integral of ``density`` from ``x[0]`` to each ``x``."""
+    return np.concatenate([[0.0], np.cumsum(0.5 * (density[1:] + density[:-1]) * np.diff(x))])
+
+
+class Ridge(Hermite):
+    r"""The ridge :math:`m(\log r)` of a grid posterior: the mode of :math:`\log ls` given
+    :math:`\log r`, as a :class:`Hermite` function of :math:`\log r`. :attr:`spread` is the
+    conditional standard deviation of :math:`\log ls` at each grid radius (from the curvature at
+    the mode)."""
+
+    def __init__(self, grid):
+        log_joint = special.logsumexp(grid.log_density, axis=(2, 3))  # (radius, ls) cells
+        log_ls = np.log(grid.ls)
+        step = float(log_ls[1] - log_ls[0])
+        # The conditional of log ls is often narrower than a cell: its mean on the grid would snap
+        # from cell to cell. A parabola through the highest cell and its neighbours gives a mode
+        # and a spread that move continuously with the radius.
+        k = np.clip(np.argmax(log_joint, axis=1), 1, log_ls.size - 2)
+        rows = np.arange(k.size)
+        left, centre, right = (log_joint[rows, k + i] for i in (-1, 0, 1))
+        curvature = np.minimum(left - 2 * centre + right, -1e-12)  # negative at a maximum
+        offset = np.clip(0.5 * (left - right) / curvature, -1.0, 1.0)
+        self.spread = np.sqrt(-1.0 / curvature) * step
+        log_radius = np.log(grid.radius)
+        super().__init__(log_radius[0], log_radius[1] - log_radius[0], log_ls[k] + offset * step)

@@ -1,0 +1,184 @@
+"""The changes of variable ``sle_priors`` samples in: smooth bijections, the model unchanged."""
+
+import dataclasses
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from scipy import interpolate, stats
+
+from pymc_sle.inference._transforms import Hermite, QuantileLog, Ridge
+from pymc_sle.inference.grid import grid_posterior
+from pymc_sle.priors import lognormal_between, sle_priors, suggest_bounds
+
+
+def _function(transform_method):
+    x = pt.dscalar("x")
+    return pytensor.function([x], transform_method(x))
+
+
+@pytest.fixture
+def hermite():
+    return Hermite(-1.0, 0.5, [0.0, 0.3, 0.35, 1.2, 2.0])  # knots -1, -0.5, 0, 0.5, 1
+
+
+def test_hermite_is_pchip_inside_and_linear_outside(hermite):
+    value_and_slope = _function(lambda x: hermite(x))
+    knots = -1.0 + 0.5 * np.arange(5)
+    pchip = interpolate.PchipInterpolator(knots, hermite.values)
+    for x in np.linspace(-0.99, 0.99, 23):
+        value, slope = value_and_slope(x)
+        assert value == pytest.approx(pchip(x), abs=1e-12)
+        assert slope == pytest.approx(pchip.derivative()(x), abs=1e-12)
+        assert hermite.numpy(x) == pytest.approx(value, abs=1e-12)
+    end_slope = pchip.derivative()(1.0)
+    assert value_and_slope(3.0)[0] == pytest.approx(2.0 + 2.0 * end_slope, abs=1e-12)
+    assert hermite.numpy(3.0) == pytest.approx(2.0 + 2.0 * end_slope, abs=1e-12)
+    assert value_and_slope(-3.0)[1] == pytest.approx(pchip.derivative()(-1.0), abs=1e-12)
+
+
+@pytest.mark.parametrize("x", [-1.0, -0.5, 0.0, 0.5, 1.0])
+def test_hermite_value_and_slope_are_continuous_at_knots_and_ends(hermite, x):
+    value_and_slope = _function(lambda x: hermite(x))
+    below, above = value_and_slope(x - 1e-9), value_and_slope(x + 1e-9)
+    np.testing.assert_allclose(below, above, atol=1e-7)
+    value = _function(lambda x: hermite(x)[0])
+    numeric = (value(x + 1e-6) - value(x - 1e-6)) / 2e-6  # off by ~1e-6 x the jump in f''
+    assert value_and_slope(x)[1] == pytest.approx(numeric, abs=1e-5)
+
+
+def _two_bumps(log_axis):
+    """Cell probabilities of a marginal with a mode, a dip of about 2 nats and a second mode."""
+    density = 0.7 * stats.norm.pdf(log_axis, 0.0, 0.3) + 0.3 * stats.norm.pdf(log_axis, 1.2, 0.2)
+    return density / density.sum()
+
+
+@pytest.fixture
+def quantile():
+    log_axis = np.linspace(-1.5, 2.5, 48)
+    return QuantileLog.from_grid(log_axis, _two_bumps(log_axis)), log_axis
+
+
+def test_quantile_log_pushes_a_standard_normal_onto_the_grid_marginal(quantile):
+    transform, log_axis = quantile
+    u = np.random.default_rng(0).standard_normal(200_000)
+    backward = np.vectorize(_function(transform.backward))
+    log_x = np.log(backward(u))
+    p = _two_bumps(log_axis)
+    mean = p @ log_axis
+    sd = np.sqrt(p @ (log_axis - mean) ** 2)
+    # 98 % grid marginal, 2 % a normal with the same mean and twice the sd.
+    assert log_x.mean() == pytest.approx(mean, abs=0.01)
+    assert log_x.std() == pytest.approx(np.sqrt(0.98 * sd**2 + 0.02 * 4 * sd**2), rel=0.02)
+    share_in_second_bump = np.mean(log_x > 0.75)
+    assert share_in_second_bump == pytest.approx(0.98 * p[log_axis > 0.75].sum(), abs=0.01)
+
+
+def test_quantile_log_forward_inverts_backward_and_jacobian_is_the_derivative(quantile):
+    transform, _ = quantile
+    backward = _function(transform.backward)
+    forward = _function(transform.forward)
+    log_jac_det = _function(transform.log_jac_det)
+    for u in np.linspace(-7.0, 7.0, 29):
+        assert forward(backward(u)) == pytest.approx(u, abs=2e-3)
+        assert transform.to_unit(backward(u)) == pytest.approx(u, abs=2e-3)
+        numeric = (backward(u + 1e-6) - backward(u - 1e-6)) / 2e-6
+        assert np.exp(log_jac_det(u)) == pytest.approx(numeric, rel=1e-5)
+
+
+def test_ridge_follows_the_conditional_mode_between_grid_cells():
+    """log ls | log r ~ N(0.4 - 1.3 log r, 0.2): the ridge is that line, well below a cell."""
+    log_r = np.linspace(-1.0, 1.0, 24)
+    log_ls = np.linspace(-2.0, 2.5, 16)  # cells of 0.3, wider than the conditional sd 0.2
+    centre = 0.4 - 1.3 * log_r
+    log_density = -0.5 * ((log_ls[None, :] - centre[:, None]) / 0.2) ** 2
+    grid = _grid(np.exp(log_r), np.exp(log_ls), log_density)
+    ridge = Ridge(grid)
+    np.testing.assert_allclose(ridge.values, centre, atol=0.02)
+    np.testing.assert_allclose(ridge.spread, 0.2, rtol=0.1)
+
+
+def _grid(radius, ls, log_density_radius_ls):
+    scales = np.array([0.5, 1.0])
+    density = np.broadcast_to(
+        log_density_radius_ls[:, :, None, None], (*log_density_radius_ls.shape, 2, 2)
+    )
+    return dataclasses.replace(
+        grid_posterior(np.abs(np.subtract.outer(*[np.linspace(0, 1, 6)] * 2)), np.arange(6),
+                       np.sin(np.arange(6.0)), n_radius=2, n_ls=2, n_scale=2),
+        radius=radius, ls=ls, eta=scales, sigma=scales, log_density=density.copy(),
+    )  # fmt: skip
+
+
+# -- sle_priors: the sampled variables change, the model does not -------------------------------
+
+
+def _line(n=16, seed=0):
+    x = np.sort(np.random.default_rng(seed).uniform(0.0, 1.0, n))
+    return np.abs(x[:, None] - x[None, :]), np.sin(6 * x)
+
+
+@pytest.fixture(scope="module")
+def models():
+    D, y = _line()
+    rows = np.arange(y.size)
+    with pm.Model() as mode:
+        priors = sle_priors(D, rows, y, inner="rbf")
+    with pm.Model() as prior:
+        sle_priors(D, rows, y, start="prior")
+    return mode, prior, priors, suggest_bounds(D, rows, y)
+
+
+def test_ls_is_the_ridge_times_ls_rel_and_its_prior_is_unchanged(models):
+    mode, _, priors, bounds = models
+    assert {rv.name for rv in mode.free_RVs} == {"radius", "ls_rel", "eta", "sigma"}
+    assert mode["ls"] in mode.deterministics
+    radius, ls = pm.draw([priors["radius"], priors["ls"]], draws=20_000, random_seed=3)
+    params = lognormal_between(*bounds.ls, 0.95)
+    reference = stats.norm(params["mu"], params["sigma"])
+    assert stats.kstest(np.log(ls), reference.cdf).pvalue > 0.01
+    assert abs(np.corrcoef(np.log(radius), np.log(ls))[0, 1]) < 0.03  # 20,000 draws: sd 0.007
+
+
+def test_joint_density_equals_the_plain_priors_in_radius_and_ls(models):
+    """p(r, ls) = p(r, ls_rel) |d ls_rel / d ls| = p(r, ls_rel) exp(-ridge(log r)), at any point."""
+    mode, prior = models[:2]
+    names = ["radius", "ls", "ls_rel", "eta", "sigma"]
+    outputs = mode.replace_rvs_by_values([mode[name] for name in names])
+    values = mode.compile_fn(outputs, inputs=mode.value_vars, on_unused_input="ignore")
+    logp_mode, logp_prior = mode.compile_logp(jacobian=False), prior.compile_logp(jacobian=False)
+    rng = np.random.default_rng(4)
+    for _ in range(4):  # points in the sampled space, about a posterior sd from the start
+        point = {k: v + rng.normal() for k, v in mode.initial_point().items()}
+        r, ls, ls_rel, eta, sigma = values(point)
+        log_on_ridge = np.log(ls / ls_rel)
+        plain = {"radius_log__": np.log(r), "ls_log__": np.log(ls),
+                 "eta_log__": np.log(eta), "sigma_log__": np.log(sigma)}  # fmt: skip
+        assert logp_mode(point) - log_on_ridge == pytest.approx(logp_prior(plain), rel=1e-10)
+
+
+def test_log_density_gradient_in_the_sampled_space_matches_finite_differences(models):
+    mode = models[0]
+    logp, dlogp = mode.compile_logp(), mode.compile_dlogp()
+    start = mode.initial_point()
+    names = list(start)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        point = {k: np.asarray(v + rng.normal(0.0, 1.0)) for k, v in start.items()}
+        gradient = dlogp(point)
+        for i, name in enumerate(names):
+            up = {**point, name: point[name] + 1e-6}
+            down = {**point, name: point[name] - 1e-6}
+            assert gradient[i] == pytest.approx((logp(up) - logp(down)) / 2e-6, rel=1e-4, abs=1e-6)
+
+
+def test_chains_start_at_the_grid_mode(models):
+    mode, _, priors, _ = models
+    start = mode.initial_point()
+    assert start["ls_rel_centered_log__"] == 0.0
+    assert start["eta_centered_log__"] == 0.0 and start["sigma_centered_log__"] == 0.0
+    radius = mode.rvs_to_initial_values[priors["radius"]]
+    transform = mode.rvs_to_transforms[priors["radius"]]
+    assert start["radius_quantile_log__"] == pytest.approx(transform.to_unit(radius), abs=1e-9)
