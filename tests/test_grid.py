@@ -117,3 +117,17 @@ def test_shallow_dips_do_not_separate_basins_behind_a_barrier():
     assert len(merged) == 2
     assert merged[0].low == radius[0] and merged[0].high < merged[1].low
     assert sum(m.mass for m in merged) == pytest.approx(1.0)
+
+
+def test_mass_range_holds_all_but_the_tail_and_one_cell_more(data):
+    D, y = data
+    grid = grid_posterior(D, np.arange(y.size), y, n_radius=12, n_ls=8, n_scale=6)
+    low, high = grid.mass_range("radius", tail=0.2)
+    p, axis = grid.marginal("radius"), grid.radius
+    inside = (axis >= low) & (axis <= high)
+    assert p[inside].sum() >= 0.8
+    assert low in axis and high in axis
+    # one cell beyond where the mass drops below a tenth at each end (or the axis end)
+    cdf = np.cumsum(p)
+    assert low == axis[max(np.searchsorted(cdf, 0.1) - 1, 0)]
+    assert high == axis[min(np.searchsorted(cdf, 0.9) + 1, axis.size - 1)]

@@ -122,3 +122,13 @@ def test_hyperposterior_quick(run_study, sphere):
     again = json.loads((out / "hyperposterior.json").read_text())
     assert set(again) == set(stats) and (out / "one_d.png").exists()
     assert len(rows(out / "hyperposterior.csv")) == 5
+
+
+def test_quickstart_mixing_quick(run_study):
+    stats = json.loads((run_study("quickstart_mixing") / "quickstart_mixing.json").read_text())
+    fits = {fit["start"]: fit for fit in stats["fits"]}
+    assert set(fits) == {"prior", "mode"}
+    for fit in fits.values():
+        assert fit["r_hat_max"] > 0.9 and fit["ess_bulk_min"] > 0 and fit["wall_s"] > 0
+        assert -1 <= fit["corr_log_radius_log_ls"] <= 1
+    assert 0 <= fits["mode"]["u_ks_to_normal"] <= 1 and fits["mode"]["u_sd"] > 0

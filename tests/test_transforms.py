@@ -33,6 +33,8 @@ def test_hermite_is_pchip_inside_and_linear_outside(hermite):
         assert value == pytest.approx(pchip(x), abs=1e-12)
         assert slope == pytest.approx(pchip.derivative()(x), abs=1e-12)
         assert hermite.numpy(x) == pytest.approx(value, abs=1e-12)
+    xs = np.linspace(-3.0, 3.0, 13)  # arrays too, across both linear pieces
+    np.testing.assert_allclose(hermite.numpy(xs), [value_and_slope(x)[0] for x in xs], atol=1e-12)
     end_slope = pchip.derivative()(1.0)
     assert value_and_slope(3.0)[0] == pytest.approx(2.0 + 2.0 * end_slope, abs=1e-12)
     assert hermite.numpy(3.0) == pytest.approx(2.0 + 2.0 * end_slope, abs=1e-12)

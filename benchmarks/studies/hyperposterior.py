@@ -141,14 +141,6 @@ def sample_readme_recipe(D: np.ndarray, y: np.ndarray, inner: str, draws: int, s
     return idata.posterior["radius"].values, diagnostics
 
 
-def _mass_range(axis: np.ndarray, p: np.ndarray, tail: float = 1e-4) -> tuple[float, float]:
-    """The axis range holding all but ``tail`` of the mass, widened by one cell either side."""
-    cdf = np.cumsum(p)
-    low = max(int(np.searchsorted(cdf, tail / 2)) - 1, 0)
-    high = min(int(np.searchsorted(cdf, 1 - tail / 2)) + 1, axis.size - 1)
-    return float(axis[low]), float(axis[high])
-
-
 def refined_grid(
     D: np.ndarray, y: np.ndarray, inner: str, sizes: dict
 ) -> tuple[GridPosterior, GridPosterior]:
@@ -156,8 +148,8 @@ def refined_grid(
     rows = np.arange(y.size)
     coarse = grid_posterior(D, rows, y, inner=inner, **sizes)
     n_radius, n_ls = sizes.get("n_radius", 40), sizes.get("n_ls", 40)
-    radius = np.geomspace(*_mass_range(coarse.radius, coarse.marginal("radius")), n_radius)
-    ls = np.geomspace(*_mass_range(coarse.ls, coarse.marginal("ls")), n_ls)
+    radius = np.geomspace(*coarse.mass_range("radius"), n_radius)
+    ls = np.geomspace(*coarse.mass_range("ls"), n_ls)
     fine = grid_posterior(
         D, rows, y, inner=inner, radius=radius, ls=ls, n_scale=sizes.get("n_scale", 32)
     )

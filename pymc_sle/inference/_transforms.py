@@ -91,14 +91,14 @@ class Hermite:
         derivative = pt.switch(below, m[0], pt.switch(above, m[-1], slope))
         return value, derivative
 
-    def numpy(self, x: float) -> float:
-        """The same function at a float."""
+    def numpy(self, x):
+        """The same function at floats or an array of them."""
         knots = self.start + self.step * np.arange(self.values.size)
-        if x < knots[0]:
-            return float(self.values[0] + self.slopes[0] * (x - knots[0]))
-        if x > knots[-1]:
-            return float(self.values[-1] + self.slopes[-1] * (x - knots[-1]))
-        return float(interpolate.PchipInterpolator(knots, self.values)(x))
+        x = np.asarray(x, dtype=float)
+        inside = interpolate.PchipInterpolator(knots, self.values)(np.clip(x, knots[0], knots[-1]))
+        below = self.values[0] + self.slopes[0] * (x - knots[0])
+        above = self.values[-1] + self.slopes[-1] * (x - knots[-1])
+        return np.where(x < knots[0], below, np.where(x > knots[-1], above, inside))[()]
 
 
 class QuantileLog(Transform):
@@ -162,9 +162,9 @@ class QuantileLog(Transform):
         log_x, slope = self._g(value)
         return pt.log(slope) + log_x
 
-    def to_unit(self, x: float) -> float:
-        """:math:`u` for a float :math:`x` (where a chain starts)."""
-        return self._g_inverse.numpy(float(np.log(x)))
+    def to_unit(self, x):
+        """:math:`u` for floats :math:`x` (where a chain starts, or posterior draws)."""
+        return self._g_inverse.numpy(np.log(x))
 
 
 def _cumulative(x, density):

@@ -124,6 +124,15 @@ class GridPosterior:
         axes = {"radius": self.radius, "ls": self.ls, "eta": self.eta, "sigma": self.sigma}
         return {name: float(axis[i]) for (name, axis), i in zip(axes.items(), cell, strict=True)}
 
+    def mass_range(self, name: str, tail: float = 1e-4) -> tuple[float, float]:
+        """The range of axis ``name`` holding all but ``tail`` of the marginal's mass (half of it
+        either side), widened by one grid cell either side: where a finer grid should look."""
+        axis = getattr(self, name)
+        cdf = np.cumsum(self.marginal(name))
+        low = max(int(np.searchsorted(cdf, tail / 2)) - 1, 0)
+        high = min(int(np.searchsorted(cdf, 1 - tail / 2)) + 1, axis.size - 1)
+        return float(axis[low]), float(axis[high])
+
     def log_spread(self, name: str) -> float:
         """Posterior standard deviation of ``log(name)`` on the grid."""
         axis = getattr(self, name)

@@ -49,8 +49,6 @@ _START_GRID = {"n_radius": 32, "n_ls": 24, "n_scale": 16}
 #: The fine grid over the coarse grid's mass: 32 radii x 40 length scales. The ridge needs the
 #: length scales: with 16 of them NUTS diverged 11-25 times on the quick start, with 40 never.
 _FINE_GRID = {"n_radius": 32, "n_ls": 40}
-#: The fine grid spans the coarse marginals' quantiles [_TAIL, 1 - _TAIL], and a cell either side.
-_TAIL = 1e-4
 #: Mass outside the start basin above which ``sle_priors`` warns.
 _UNREACHED_MASS = 0.01
 #: Dips of the radius marginal shallower than this (nats) do not separate basins: NUTS crosses
@@ -97,23 +95,14 @@ class SLEPriors(dict):
         return free + [v.name for v in self.values() if v in model.deterministics]
 
 
-def _mass_range(grid, name: str, size: int) -> np.ndarray:
-    """``size`` geometrically spaced values spanning the quantiles ``[_TAIL, 1 - _TAIL]`` of the
-    grid's marginal of ``name``, widened by one grid cell either side."""
-    axis = getattr(grid, name)
-    cdf = np.cumsum(grid.marginal(name))
-    low = max(int(np.searchsorted(cdf, _TAIL)) - 1, 0)
-    high = min(int(np.searchsorted(cdf, 1.0 - _TAIL)) + 1, axis.size - 1)
-    return np.geomspace(axis[low], axis[high], size)
-
-
 def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
     """The coarse grid posterior, and its radius basins behind dips of more than ``_BARRIER``
     nats, highest mass first (with the one holding the grid's mode flagged by a warning when
     the others hold more than ``_UNREACHED_MASS``)."""
     common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
     coarse = grid_posterior(distances, rows, y, **common, **_START_GRID)
-    axes = {name: _mass_range(coarse, name, _FINE_GRID[f"n_{name}"]) for name in ("radius", "ls")}
+    axes = {name: np.geomspace(*coarse.mass_range(name), _FINE_GRID[f"n_{name}"])
+            for name in ("radius", "ls")}  # fmt: skip
     grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_START_GRID["n_scale"])
     basins = sorted(grid.radius_modes(min_mass=0.0, barrier=_BARRIER), key=lambda b: -b.mass)
     start = grid.mode()["radius"]
