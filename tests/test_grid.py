@@ -5,7 +5,7 @@ import pymc as pm
 import pytest
 
 import pymc_sle as sle
-from pymc_sle.inference.grid import GridPosterior, grid_posterior
+from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +131,6 @@ def test_mass_range_holds_all_but_the_tail_and_one_cell_more(data):
     cdf = np.cumsum(p)
     assert low == axis[max(np.searchsorted(cdf, 0.1) - 1, 0)]
     assert high == axis[min(np.searchsorted(cdf, 0.9) + 1, axis.size - 1)]
+    # restricted to the radii of given basins, the range stays within one cell of them
+    lower_half = RadiusMode(float(axis[2]), 1.0, float(axis[0]), float(axis[5]))
+    assert grid.mass_range("radius", tail=0.2, basins=[lower_half])[1] <= axis[6]

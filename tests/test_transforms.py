@@ -7,6 +7,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from backends import MODES
 from scipy import interpolate, stats
 
 from pymc_sle.inference._transforms import Hermite, QuantileLog, Ridge
@@ -90,16 +91,29 @@ def test_quantile_log_forward_inverts_backward_and_jacobian_is_the_derivative(qu
         assert np.exp(log_jac_det(u)) == pytest.approx(numeric, rel=1e-5)
 
 
-def test_ridge_follows_the_conditional_mode_between_grid_cells():
-    """log ls | log r ~ N(0.4 - 1.3 log r, 0.2): the ridge is that line, well below a cell."""
+def test_ridge_is_the_conditional_mean():
+    """log ls | log r ~ N(0.4 - 1.3 log r, 0.2): the ridge is that line."""
     log_r = np.linspace(-1.0, 1.0, 24)
-    log_ls = np.linspace(-2.0, 2.5, 16)  # cells of 0.3, wider than the conditional sd 0.2
+    log_ls = np.linspace(-2.0, 2.5, 46)  # cells of 0.1, half the conditional sd
     centre = 0.4 - 1.3 * log_r
     log_density = -0.5 * ((log_ls[None, :] - centre[:, None]) / 0.2) ** 2
-    grid = _grid(np.exp(log_r), np.exp(log_ls), log_density)
-    ridge = Ridge(grid)
-    np.testing.assert_allclose(ridge.values, centre, atol=0.02)
-    np.testing.assert_allclose(ridge.spread, 0.2, rtol=0.1)
+    ridge = Ridge(_grid(np.exp(log_r), np.exp(log_ls), log_density))
+    np.testing.assert_allclose(ridge.values, centre, atol=1e-3)
+    np.testing.assert_allclose(ridge.spread, 0.2, rtol=0.01)
+
+
+def test_ridge_moves_continuously_when_the_conditional_has_two_modes():
+    """Two ls modes (0.55 and 1.0, as on Teddy) whose weights trade places across the radii: the
+    conditional mode would jump by 0.45 between neighbouring radii, the mean moves in steps."""
+    log_r = np.linspace(3.0, 3.2, 32)
+    log_ls = np.linspace(0.2, 1.4, 40)
+    weight = 1.0 / (1.0 + np.exp(-(log_r - 3.1) / 0.02))  # of the lower mode
+    density = (weight[:, None] * stats.norm.pdf(log_ls, 0.55, 0.05)
+               + (1 - weight[:, None]) * stats.norm.pdf(log_ls, 1.0, 0.05))  # fmt: skip
+    ridge = Ridge(_grid(np.exp(log_r), np.exp(log_ls), np.log(density)))
+    assert ridge.values[0] == pytest.approx(1.0 - 0.45 * weight[0], abs=0.01)
+    assert ridge.values[-1] == pytest.approx(1.0 - 0.45 * weight[-1], abs=0.01)
+    assert np.max(np.abs(np.diff(ridge.values))) < 0.06  # the mode's jump would be 0.45
 
 
 def _grid(radius, ls, log_density_radius_ls):
@@ -184,3 +198,14 @@ def test_chains_start_at_the_grid_mode(models):
     radius = mode.rvs_to_initial_values[priors["radius"]]
     transform = mode.rvs_to_transforms[priors["radius"]]
     assert start["radius_quantile_log__"] == pytest.approx(transform.to_unit(radius), abs=1e-9)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sampled_model_has_the_same_log_density_on_every_backend(models, mode):
+    """What NUTS runs on: PyMC's C backend, nutpie's NUMBA and numpyro's JAX."""
+    model = models[0]
+    point = {k: v + 0.3 for k, v in model.initial_point().items()}
+    reference = model.compile_logp()(point), model.compile_dlogp()(point)
+    ours = model.compile_logp(mode=mode)(point), model.compile_dlogp(mode=mode)(point)
+    assert ours[0] == pytest.approx(reference[0], rel=1e-10)
+    np.testing.assert_allclose(ours[1], reference[1], rtol=1e-8)

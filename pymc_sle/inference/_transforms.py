@@ -16,7 +16,7 @@ each a smooth bijection, so the prior and the posterior are exactly those of the
   :math:`g` pushes a standard normal onto (a widened copy of) the grid's marginal of
   :math:`\log r`. In :math:`u` the marginal is close to :math:`N(0, 1)`: its dips are squeezed
   into short intervals.
-- :class:`Ridge` is the grid's conditional mode :math:`m(\log r)` of :math:`\log ls`;
+- :class:`Ridge` is the grid's conditional mean :math:`m(\log r) = E[\log ls \mid \log r]`;
   ``sle_priors`` samples :math:`\log ls - m(\log r)` instead of :math:`\log ls`.
 
 Both maps are piecewise-cubic Hermite interpolants (PCHIP) with continuous first derivatives,
@@ -173,23 +173,21 @@ def _cumulative(x, density):
 
 
 class Ridge(Hermite):
-    r"""The ridge :math:`m(\log r)` of a grid posterior: the mode of :math:`\log ls` given
-    :math:`\log r`, as a :class:`Hermite` function of :math:`\log r`. :attr:`spread` is the
-    conditional standard deviation of :math:`\log ls` at each grid radius (from the curvature at
-    the mode)."""
+    r"""The ridge :math:`m(\log r) = E[\log ls \mid \log r]` of a grid posterior, as a
+    :class:`Hermite` function of :math:`\log r`; :attr:`spread` is the conditional standard
+    deviation of :math:`\log ls` at each grid radius.
+
+    The conditional mean, not the mode: on Teddy the conditional of :math:`\log ls` has two
+    modes whose weights trade places within the radius posterior, and a ridge following the
+    higher one jumps between them. The mean moves continuously. The grid's length-scale cells
+    must be narrower than the conditional spread, or the mean snaps from cell to cell.
+    """
 
     def __init__(self, grid):
         log_joint = special.logsumexp(grid.log_density, axis=(2, 3))  # (radius, ls) cells
+        weights = special.softmax(log_joint, axis=1)
         log_ls = np.log(grid.ls)
-        step = float(log_ls[1] - log_ls[0])
-        # The conditional of log ls is often narrower than a cell: its mean on the grid would snap
-        # from cell to cell. A parabola through the highest cell and its neighbours gives a mode
-        # and a spread that move continuously with the radius.
-        k = np.clip(np.argmax(log_joint, axis=1), 1, log_ls.size - 2)
-        rows = np.arange(k.size)
-        left, centre, right = (log_joint[rows, k + i] for i in (-1, 0, 1))
-        curvature = np.minimum(left - 2 * centre + right, -1e-12)  # negative at a maximum
-        offset = np.clip(0.5 * (left - right) / curvature, -1.0, 1.0)
-        self.spread = np.sqrt(-1.0 / curvature) * step
+        mean = weights @ log_ls
+        self.spread = np.sqrt(np.maximum(weights @ log_ls**2 - mean**2, 0.0))
         log_radius = np.log(grid.radius)
-        super().__init__(log_radius[0], log_radius[1] - log_radius[0], log_ls[k] + offset * step)
+        super().__init__(log_radius[0], log_radius[1] - log_radius[0], mean)

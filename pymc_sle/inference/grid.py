@@ -124,11 +124,22 @@ class GridPosterior:
         axes = {"radius": self.radius, "ls": self.ls, "eta": self.eta, "sigma": self.sigma}
         return {name: float(axis[i]) for (name, axis), i in zip(axes.items(), cell, strict=True)}
 
-    def mass_range(self, name: str, tail: float = 1e-4) -> tuple[float, float]:
+    def mass_range(
+        self, name: str, tail: float = 1e-4, basins: list[RadiusMode] | None = None
+    ) -> tuple[float, float]:
         """The range of axis ``name`` holding all but ``tail`` of the marginal's mass (half of it
-        either side), widened by one grid cell either side: where a finer grid should look."""
+        either side), widened by one grid cell either side: where a finer grid should look. With
+        ``basins``, of the posterior restricted to radii inside them."""
         axis = getattr(self, name)
-        cdf = np.cumsum(self.marginal(name))
+        weights = self._weights()
+        if basins is not None:
+            inside = np.zeros(self.radius.size, dtype=bool)
+            for basin in basins:
+                inside |= (self.radius >= basin.low) & (self.radius <= basin.high)
+            weights = weights * inside[:, None, None, None]
+        keep = ("radius", "ls", "eta", "sigma").index(name)
+        marginal = weights.sum(axis=tuple(i for i in range(4) if i != keep))
+        cdf = np.cumsum(marginal) / marginal.sum()
         low = max(int(np.searchsorted(cdf, tail / 2)) - 1, 0)
         high = min(int(np.searchsorted(cdf, 1 - tail / 2)) + 1, axis.size - 1)
         return float(axis[low]), float(axis[high])

@@ -49,6 +49,12 @@ _START_GRID = {"n_radius": 32, "n_ls": 24, "n_scale": 16}
 #: The fine grid over the coarse grid's mass: 32 radii x 40 length scales. The ridge needs the
 #: length scales: with 16 of them NUTS diverged 11-25 times on the quick start, with 40 never.
 _FINE_GRID = {"n_radius": 32, "n_ls": 40}
+#: The fine grid spans all but this share of the coarse grid's mass in the basins holding at least
+#: _UNREACHED_MASS (half either side). The transforms need the tails of those: with 1e-2 instead,
+#: the quick start's chains diverged 15-28 times. Smaller basins are not sampled, and spanning them
+#: would spread the fine radii too thin (on Teddy a 0.2 % basin at radius 50 left 4 fine cells
+#: for the posterior's bulk near 22).
+_FINE_TAIL = 1e-4
 #: Mass outside the start basin above which ``sle_priors`` warns.
 _UNREACHED_MASS = 0.01
 #: Dips of the radius marginal shallower than this (nats) do not separate basins: NUTS crosses
@@ -96,13 +102,17 @@ class SLEPriors(dict):
 
 
 def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
-    """The coarse grid posterior, and its radius basins behind dips of more than ``_BARRIER``
-    nats, highest mass first (with the one holding the grid's mode flagged by a warning when
-    the others hold more than ``_UNREACHED_MASS``)."""
+    """The fine grid posterior (over where a coarse grid over the priors' ranges puts all but
+    ``_FINE_TAIL`` of the mass of its basins holding ``_UNREACHED_MASS``), and its radius basins
+    behind dips of more than ``_BARRIER`` nats, highest mass first; a warning when basins other
+    than the one holding the grid's mode hold more than ``_UNREACHED_MASS``."""
     common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
     coarse = grid_posterior(distances, rows, y, **common, **_START_GRID)
-    axes = {name: np.geomspace(*coarse.mass_range(name), _FINE_GRID[f"n_{name}"])
-            for name in ("radius", "ls")}  # fmt: skip
+    sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=_BARRIER)
+    axes = {
+        name: np.geomspace(*coarse.mass_range(name, _FINE_TAIL, sampled), _FINE_GRID[f"n_{name}"])
+        for name in ("radius", "ls")
+    }
     grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_START_GRID["n_scale"])
     basins = sorted(grid.radius_modes(min_mass=0.0, barrier=_BARRIER), key=lambda b: -b.mass)
     start = grid.mode()["radius"]
