@@ -119,6 +119,7 @@ def test_nuts_convergence_targets_report_each_figure():
     assert status["0 divergences"] == ("2", "missed (2 of 3 splits)")
     assert status["PICP in [0.92, 0.97]"] == ("0.930-0.950", "met (2 of 3 splits)")
     assert status["wall <= 10 min"] == ("11.7 min", "missed (2 of 3 splits)")
+    assert status["every target"] == ("-", "not run with the current default")  # e.g. one_d
 
 
 def test_nuts_teddy_benchmark_quick(tmp_path, icosphere_obj):

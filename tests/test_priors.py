@@ -107,7 +107,7 @@ def test_sle_priors_start_at_the_grid_mode_and_keep_the_radius_prior():
     rows = np.arange(y.size)
     with pm.Model() as model:
         priors = sle_priors(D, rows, y, inner="rbf")
-    grid, _ = priors_module._search(D, rows, y, None, 0.95, "rbf", None)
+    _, grid, _ = priors_module._search(D, rows, y, None, 0.95, "rbf", None)
     mode = grid.mode()
     start = model.initial_point()
     ls_at_start = model.compile_fn(model.replace_rvs_by_values([priors["ls"]])[0],
@@ -158,8 +158,15 @@ def test_sle_priors_warns_when_the_start_basin_misses_mass(monkeypatch):
         return dataclasses.replace(grid, log_density=density)
 
     monkeypatch.setattr(priors_module, "grid_posterior", two_basins)
-    with pm.Model(), pytest.warns(UserWarning, match=r"more than one basin.*sample_basins"):
+    with (
+        pm.Model() as model,
+        pytest.warns(UserWarning, match=r"more than one basin.*sample_basins"),
+    ):
         priors = sle_priors(D, np.arange(y.size), y)
+    # across deep dips, no quantile scale or ridge: centred log scales (docs/hyperposterior.md)
+    assert set(model.initial_point()) == {
+        f"{v}_centered_log__" for v in ("radius", "ls", "eta", "sigma")
+    }
     assert [round(b.mass, 2) for b in priors.basins] == [0.6, 0.4]
     for basin in priors.basins:
         assert basin.low <= basin.start["radius"] <= basin.high

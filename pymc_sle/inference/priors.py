@@ -47,7 +47,8 @@ __all__ = [
 #: of the n x n Gram.
 _START_GRID = {"n_radius": 32, "n_ls": 24, "n_scale": 16}
 #: The fine grid over the coarse grid's mass: 32 radii x 40 length scales. The ridge needs the
-#: length scales: with 16 of them NUTS diverged 11-25 times on the quick start, with 40 never.
+#: length scales: with 16 of them (and the conditional mode as the ridge) NUTS diverged 11-25
+#: times on the quick start, with 40 never.
 _FINE_GRID = {"n_radius": 32, "n_ls": 40}
 #: The fine grid spans all but this share of the coarse grid's mass in the basins holding at least
 #: _UNREACHED_MASS (half either side). The transforms need the tails of those: with 1e-2 instead,
@@ -102,10 +103,11 @@ class SLEPriors(dict):
 
 
 def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
-    """The fine grid posterior (over where a coarse grid over the priors' ranges puts all but
-    ``_FINE_TAIL`` of the mass of its basins holding ``_UNREACHED_MASS``), and its radius basins
-    behind dips of more than ``_BARRIER`` nats, highest mass first; a warning when basins other
-    than the one holding the grid's mode hold more than ``_UNREACHED_MASS``."""
+    """The coarse grid posterior over the priors' ranges; the fine one over where the coarse one
+    puts all but ``_FINE_TAIL`` of the mass of its basins holding ``_UNREACHED_MASS``; and the
+    fine one's radius basins behind dips of more than ``_BARRIER`` nats, highest mass first. A
+    warning when basins other than the one holding the grid's mode hold more than
+    ``_UNREACHED_MASS``."""
     common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
     coarse = grid_posterior(distances, rows, y, **common, **_START_GRID)
     sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=_BARRIER)
@@ -114,7 +116,7 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
         for name in ("radius", "ls")
     }
     grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_START_GRID["n_scale"])
-    basins = sorted(grid.radius_modes(min_mass=0.0, barrier=_BARRIER), key=lambda b: -b.mass)
+    basins = grid.radius_modes(min_mass=0.0, barrier=_BARRIER)
     start = grid.mode()["radius"]
     home = next(b for b in basins if b.low <= start <= b.high)
     if 1.0 - home.mass > _UNREACHED_MASS:
@@ -131,7 +133,12 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
             UserWarning,
             stacklevel=3,
         )
-    return grid, [b for b in basins if b.mass >= _UNREACHED_MASS / 10]
+    return coarse, grid, _reported(basins)
+
+
+def _reported(basins) -> list:
+    """Basins by decreasing mass, down to a tenth of ``_UNREACHED_MASS``."""
+    return [b for b in sorted(basins, key=lambda b: -b.mass) if b.mass >= _UNREACHED_MASS / 10]
 
 
 def _sampled_start(point: dict[str, float], ridge: Ridge) -> dict[str, float]:
@@ -173,10 +180,15 @@ def sle_priors(
     - the radius is sampled on its grid quantile scale: a standard normal ``u`` mapped onto the
       grid's radius marginal, so dips between basins become short;
     - ``ls`` is the deterministic ``exp(ridge(log radius)) * ls_rel``, with ``ridge`` the grid's
-      mode of ``log ls`` given the radius and ``ls_rel | radius ~ LogNormal(mu - ridge, sigma)``.
+      mean of ``log ls`` given the radius and ``ls_rel | radius ~ LogNormal(mu - ridge, sigma)``.
       ``ls`` keeps exactly its ``LogNormal(mu, sigma)`` prior, independent of the radius; NUTS
       samples ``ls_rel`` (named ``f"{names['ls']}_rel"``), which does not follow the radius;
     - every chain starts at the grid's mode, jittered by about a posterior standard deviation.
+
+    When several basins each hold at least 1 % of the mass, the two maps are not used (squeezed
+    dips become trenches where NUTS diverges): as in the previous release, the variables are
+    sampled on log scales centred at the coarse grid's mode, in units of half a grid cell (radius)
+    or their posterior spread, and :func:`pymc_sle.inference.sample_basins` samples every basin.
 
     Basins behind dips deeper than 3 nats that hold more than 1 % of the mass are reported by a
     warning and in ``basins``; :func:`pymc_sle.inference.sample_basins` samples each and pools
@@ -236,9 +248,22 @@ def sle_priors(
             }
         )
 
-    grid, found = _search(distances, rows, y, landmarks, mass, inner, inner_kwargs)
-    ridge = Ridge(grid)
-    at = _sampled_start(grid.mode(), ridge)
+    coarse, grid, found = _search(distances, rows, y, landmarks, mass, inner, inner_kwargs)
+    # Across basins behind deep dips the quantile scale squeezes each dip into a short, deep
+    # trench, where leapfrog steps diverge (strings, split 2: r-hat 1.61, 122 divergences).
+    # sample_basins then samples each basin as the previous default did: on log scales centred
+    # at the coarse grid's mode (strings, split 2: r-hat 1.007 with nutpie). Centring on the fine
+    # grid instead gave r-hat 1.056 there.
+    straighten = sum(b.mass >= _UNREACHED_MASS for b in found) <= 1
+    ridge = Ridge(grid) if straighten else None
+    if not straighten:
+        grid = coarse
+        found = _reported(coarse.radius_modes(min_mass=0.0, barrier=_BARRIER))
+
+    def sampled(point: dict[str, float]) -> dict[str, float]:
+        return _sampled_start(point, ridge) if straighten else point
+
+    at = sampled(grid.mode())
 
     def centred(name: str, spread: float) -> dict:
         axis = getattr(grid, "ls" if name == "ls_rel" else name)
@@ -248,36 +273,39 @@ def sle_priors(
             "default_transform": CenteredLog(at[name], max(spread, half_step)),
         }
 
-    radius = pm.LogNormal(
-        names["radius"],
-        **radius_prior,
-        initval=at["radius"],
-        default_transform=QuantileLog.from_grid(np.log(grid.radius), grid.marginal("radius")),
-    )
-    # log ls = ridge(log radius) + log ls_rel, with ls_rel | radius ~ LogNormal(mu - ridge, sigma):
-    # ls ~ LogNormal(mu, sigma) independently of the radius, exactly the prior of start="prior".
-    on_ridge = ridge(pt.log(radius))[0]
-    ls_spread = float(np.interp(np.log(at["radius"]), np.log(grid.radius), ridge.spread))
-    ls_rel = pm.LogNormal(
-        names["ls_rel"],
-        mu=ls_prior["mu"] - on_ridge,
-        sigma=ls_prior["sigma"],
-        **centred("ls_rel", ls_spread),
-    )
     variables = {
-        "radius": radius,
-        "ls": pm.Deterministic(names["ls"], pt.exp(on_ridge) * ls_rel),
         "eta": pm.HalfNormal(names["eta"], sigma=scale, **centred("eta", grid.log_spread("eta"))),
         "sigma": pm.HalfNormal(
             names["sigma"], sigma=scale, **centred("sigma", grid.log_spread("sigma"))
         ),
     }
+    if straighten:
+        radius = pm.LogNormal(
+            names["radius"],
+            **radius_prior,
+            initval=at["radius"],
+            default_transform=QuantileLog.from_grid(np.log(grid.radius), grid.marginal("radius")),
+        )
+        # log ls = ridge(log radius) + log ls_rel, ls_rel | radius ~ LogNormal(mu - ridge, sigma):
+        # ls ~ LogNormal(mu, sigma) independently of the radius, exactly the prior of "prior".
+        on_ridge = ridge(pt.log(radius))[0]
+        ls_spread = float(np.interp(np.log(at["radius"]), np.log(grid.radius), ridge.spread))
+        ls_rel = pm.LogNormal(
+            names["ls_rel"],
+            mu=ls_prior["mu"] - on_ridge,
+            sigma=ls_prior["sigma"],
+            **centred("ls_rel", ls_spread),
+        )
+        ls = pm.Deterministic(names["ls"], pt.exp(on_ridge) * ls_rel)
+    else:
+        radius = pm.LogNormal(names["radius"], **radius_prior, **centred("radius", 0.0))
+        ls = pm.LogNormal(names["ls"], **ls_prior, **centred("ls", grid.log_spread("ls")))
     basins = tuple(
         Basin(b.radius, b.mass, b.low, b.high,
-              {names[k]: v for k, v in _sampled_start(grid.mode((b.low, b.high)), ridge).items()})
+              {names[k]: v for k, v in sampled(grid.mode((b.low, b.high))).items()})
         for b in found
     )  # fmt: skip
-    return SLEPriors(variables, basins)
+    return SLEPriors({"radius": radius, "ls": ls, **variables}, basins)
 
 
 def scale_priors(y, *, names: dict[str, str] | None = None) -> dict[str, pm.Distribution]:
