@@ -49,10 +49,11 @@ def test_plain_nuts_sees_one_well_and_sample_basins_both_by_their_mass():
 
 
 def test_basins_below_min_mass_are_dropped_and_one_basin_is_pm_sample():
+    """With one basin, sample_basins is pm.sample with target_accept 0.9 (PyMC's is 0.8)."""
     model, priors = two_wells(weights=(0.995, 0.005))
     one = sample_basins(priors, model=model, random_seed=3, **SAMPLE)
     with model:
-        reference = pm.sample(random_seed=3, **SAMPLE)
+        reference = pm.sample(random_seed=3, target_accept=0.9, **SAMPLE)
     np.testing.assert_array_equal(one.posterior["x"].values, reference.posterior["x"].values)
     assert basin_diagnostics(one) is None
 
@@ -63,6 +64,10 @@ def test_sample_basins_validates():
         sample_basins(dict(priors), model=model)
     with pytest.raises(ValueError, match=r"`min_mass` must be in \[0, 1\), but got 1.0"):
         sample_basins(priors, model=model, min_mass=1.0)
+    for bad in (0.0, 1.0):
+        message = rf"`target_accept` must be in \(0, 1\), but got {bad}"
+        with pytest.raises(ValueError, match=message):
+            sample_basins(priors, model=model, target_accept=bad)
 
 
 def test_sle_priors_reports_basins_with_starts_inside_them():

@@ -15,9 +15,10 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
     [
         ("quickstart.py", [], [r"rmse"], []),
         ("amplitude_identifiability.py", ["--out", "{tmp}"], [], ["amplitude_ls_pairs.png"]),
-        ("mesh_gp.py", ["--out", "{tmp}"], [r"RMSE on unobserved", r"95 % band"], ["mesh_gp.png"]),
+        ("mesh_gp.py", ["--out", "{tmp}"],
+         [r"RMSE on unobserved", r"95 % band", r"^ls_rel\s", r"r_hat"], ["mesh_gp.png"]),
         ("images_w2.py", [], [r"Gaussian of W2, ls = 5 x median: (PSD|indefinite)",
-                              r"SLE of W2: PSD", r"'picp'"], []),
+                              r"SLE of W2: PSD", r"'picp'", r"^ls_rel\s"], []),
         ("strings_classification.py", [], [r"test accuracy 0\.\d+", r"Brier score"], []),
         ("nonstationary.py", ["--out", "{tmp}"],
          [r"^stationary SLE: rmse", r"^non-stationary SLE \(radius field\): rmse"],

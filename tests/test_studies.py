@@ -132,3 +132,13 @@ def test_quickstart_mixing_quick(run_study):
         assert fit["r_hat_max"] > 0.9 and fit["ess_bulk_min"] > 0 and fit["wall_s"] > 0
         assert -1 <= fit["corr_log_radius_log_ls"] <= 1
     assert 0 <= fits["mode"]["u_ks_to_normal"] <= 1 and fits["mode"]["u_sd"] > 0
+
+
+def test_example_mixing_quick(run_study):
+    stats = json.loads((run_study("example_mixing") / "example_mixing.json").read_text())
+    fits = {fit["example"]: fit for fit in stats["fits"]}
+    assert set(fits) == {"mesh", "images"}
+    for fit in fits.values():
+        assert fit["r_hat_max"] > 0.9 and fit["ess_bulk_min"] > 0 and fit["wall_s"] > 0
+        assert fit["sampled_radius_as"] in ("quantile u", "log radius")
+        assert fit["share_u_below_wall"] is None or 0 <= fit["share_u_below_wall"] <= 1

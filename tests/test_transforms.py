@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor
@@ -156,6 +157,20 @@ def test_ls_is_the_ridge_times_ls_rel_and_its_prior_is_unchanged(models):
     reference = stats.norm(params["mu"], params["sigma"])
     assert stats.kstest(np.log(ls), reference.cdf).pvalue > 0.01
     assert abs(np.corrcoef(np.log(radius), np.log(ls))[0, 1]) < 0.03  # 20,000 draws: sd 0.007
+
+
+def test_var_names_cover_what_nuts_samples_and_ls_but_not_later_predictions():
+    D, y = _line()
+    with pm.Model() as model:
+        priors = sle_priors(D, np.arange(y.size), y, inner="rbf")
+        pm.Normal("mean", 0.0, 1.0)
+    sampled = ["radius", "ls_rel", "eta", "sigma", "mean", "ls"]
+    assert sorted(priors.var_names(model)) == sorted(sampled)
+    idata = az.from_dict(posterior={name: np.ones((2, 5)) for name in sampled})
+    with model:
+        pm.Normal("f_new", 0.0, 1.0)  # what gp.conditional adds after sampling
+    assert "f_new" in priors.var_names(model)
+    assert sorted(priors.var_names(model, idata)) == sorted(sampled)
 
 
 def test_joint_density_equals_the_plain_priors_in_radius_and_ls(models):

@@ -95,11 +95,16 @@ class SLEPriors(dict):
         super().__init__(variables)
         self.basins = tuple(basins)
 
-    def var_names(self, model: pm.Model) -> list[str]:
+    def var_names(self, model: pm.Model, idata=None) -> list[str]:
         """What convergence diagnostics should cover: every free variable of ``model`` (what
-        NUTS samples, ``ls_rel`` included) and the deterministic ``ls``."""
+        NUTS samples, ``ls_rel`` included) and the deterministic ``ls``.
+
+        With ``idata``, only those in its posterior: ``gp.conditional`` adds free variables to
+        the model that NUTS never sampled, e.g. ``az.summary(idata,
+        var_names=priors.var_names(model, idata))`` after a prediction."""
         free = [rv.name for rv in model.free_RVs]
-        return free + [v.name for v in self.values() if v in model.deterministics]
+        names = free + [v.name for v in self.values() if v in model.deterministics]
+        return names if idata is None else [n for n in names if n in idata.posterior]
 
 
 def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
