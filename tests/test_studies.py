@@ -142,3 +142,19 @@ def test_example_mixing_quick(run_study):
         assert fit["r_hat_max"] > 0.9 and fit["ess_bulk_min"] > 0 and fit["wall_s"] > 0
         assert fit["sampled_radius_as"] in ("quantile u", "log radius")
         assert fit["share_u_below_wall"] is None or 0 <= fit["share_u_below_wall"] <= 1
+        assert fit["noise_prior"] == "HalfNormal(std y)" and fit["target_accept"] == 0.9
+        assert 0 < fit["sigma_q05"] <= fit["sigma_median"]
+
+
+def test_coverage_quick(run_study, sphere):
+    stats = json.loads((run_study("coverage", "--mesh", sphere) / "coverage.json").read_text())
+    assert stats["settings"]["splits"] == 1
+    n_test = stats["Geometric Matérn"]["n"]
+    assert n_test == 60
+    for name in ("SLE, landmarks = training points", "SLE, landmarks = other vertices"):
+        result = stats[name]
+        assert result["n"] == n_test and 0 <= result["picp"] <= 1 and result["sd_z"] > 0
+        assert len(result["groups"]) == 4
+        assert sum(g["n"] for g in result["groups"]) == n_test
+    low = [g["low"] for g in stats["groups"]]
+    assert low == sorted(low) and low[0] > 0

@@ -9,19 +9,21 @@ with the README recipe (``sle_priors`` with its default ``start="mode"``, sample
 - ``images``: 150 simulated SAXS patterns (seed 7) binned 4 x 4, exact W2, 112 training images,
   ``inner="matern32"`` and a learnable constant mean.
 
-The gallery pages run 2 chains x (500 + 500) once, too short to tell a regression from chance.
-Here: 4 chains x (1000 tune + 1000 draws), one BLAS thread per chain, 2 cores, ``target_accept``
-0.8 (PyMC's default, the examples' setting) and 0.9 (the benchmarks'), sampler seeds 1 and 2.
+4 chains x (1000 tune + 1000 draws), one BLAS thread per chain, 2 cores, ``target_accept`` 0.9
+(``sample_basins``'s default), sampler seeds 1 and 2.
 
 Per fit: largest r-hat and smallest bulk and tail ESS over ``priors.var_names(model)``,
-divergences, wall time, and the radius's sampled coordinate ``u`` (its grid quantile scale)
-at the draws of transitions that diverged: the share below ``u = -3`` (the small-radius
-wall), against the share of all draws. The figure shows seed 1's draws at ``target_accept``
-0.8 in the sampled coordinates, divergent ones in red.
+divergences, wall time, the noise posterior's 5 % quantile and median, and where the divergent
+trajectories left from (PyMC's divergence records, not the draws they record): the share of them
+with the radius's sampled coordinate ``u`` (its grid quantile scale) below -3 (the small-radius
+wall) or above 3, against the share of all draws below -3. The figure shows seed 1's draws in
+``u`` and ``log sigma``, and where its divergent trajectories left from.
 
-Fits already in the JSON file are kept (the run resumes; seed 1's draws at 0.8 wait in the
-distance cache for the figure). Writes
-benchmarks/results/studies/example_mixing.{json,md,png}.
+Fits already in the JSON file are kept (the run resumes; seed 1's draws wait in the distance
+cache for the figure). Fits of other settings stay as a record: ``target_accept`` 0.8 (PyMC's
+default, the earlier setting), and a noise prior tried and not adopted,
+``sigma ~ Gamma(2, 2.5 / std(y))`` instead of ``sle_priors``'s ``HalfNormal(std(y))`` (it keeps
+chains away from ``sigma = 0``). Writes benchmarks/results/studies/example_mixing.{json,md,png}.
 
 Run:  python -m benchmarks.studies.example_mixing [--quick]
 """
@@ -44,6 +46,8 @@ from pymc_sle.evaluation.holdout import convergence
 
 EXAMPLES = ("mesh", "images")
 WALL_U = -3.0
+#: ``sle_priors``'s noise prior, and one tried and not adopted (its fits kept as a record).
+NOISE_PRIOR, TRIED_NOISE_PRIOR = "HalfNormal(std y)", "Gamma(2, 2.5 / std y), tried"
 
 
 def mesh_model(quick: bool):
@@ -102,30 +106,50 @@ def fit(model, priors, *, seed: int, target_accept: float, draws: int, chains: i
             idata = sle.inference.sample_basins(
                 priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=seed,
                 target_accept=target_accept, progressbar=False, compute_convergence_checks=False,
+                keep_warning_stat=True,  # where each divergent trajectory left from
             )  # fmt: skip
         wall = time.perf_counter() - begin
     _, worst = convergence(idata, priors.var_names(model))
     radius = idata.posterior["radius"].values.ravel()
     transform = model.rvs_to_transforms[priors["radius"]]
-    ls_name = "ls_rel" if "ls_rel" in idata.posterior else "ls"  # what NUTS samples
-    diverging = idata.sample_stats["diverging"].values.ravel()
     quantile = hasattr(transform, "to_unit")  # False when several basins use centred logs
+    sigma = idata.posterior["sigma"].values.ravel()
     draws_out = {
         "u": transform.to_unit(radius) if quantile else np.log(radius),
         "u_name": "u (radius on the grid's quantile scale)" if quantile else "log radius",
-        "log_ls": np.log(idata.posterior[ls_name].values.ravel()),
-        "diverging": diverging,
-        "ls_name": ls_name,
+        "log_sigma": np.log(sigma),
     }
     u = draws_out["u"]
+    starts = divergence_starts(idata, model.rvs_to_values[priors["radius"]].name)
+    draws_out["u_divergence_starts"] = starts
     row = {
-        "seed": seed, "target_accept": target_accept, "wall_s": wall, **worst,
+        "seed": seed, "target_accept": target_accept, "noise_prior": NOISE_PRIOR, "wall_s": wall,
+        **worst, "sigma_q05": float(np.quantile(sigma, 0.05)),
+        "sigma_median": float(np.median(sigma)),
         "sampled_radius_as": "quantile u" if quantile else "log radius",
         "share_u_below_wall": float(np.mean(u < WALL_U)) if quantile else None,
-        "divergent_share_u_below_wall":
-            float(np.mean(u[diverging] < WALL_U)) if quantile and diverging.any() else None,
+        "divergence_starts_share_u_below_wall":
+            float(np.mean(starts < WALL_U)) if quantile and starts.size else None,
+        "divergence_starts_share_u_above_3":
+            float(np.mean(starts > -WALL_U)) if quantile and starts.size else None,
     }  # fmt: skip
     return row, draws_out
+
+
+def divergence_starts(idata, value_name: str) -> np.ndarray:
+    """The sampled radius coordinate at the last good state of each divergent trajectory (PyMC's
+    ``SamplerWarning.divergence_point_source``; it keeps the first 100 per chain). The draw a
+    divergent transition records is a state from earlier in the trajectory, not this one."""
+    found = []
+    if "warning" not in idata.sample_stats:  # pooled basins keep no records
+        return np.array(found)
+    for record in np.ravel(idata.sample_stats["warning"].values):
+        while isinstance(record, np.ndarray):  # one object array per sampler
+            record = record.ravel()[0] if record.size else None
+        point = getattr(record, "divergence_point_source", None)
+        if point is not None and value_name in point:
+            found.append(float(point[value_name]))
+    return np.array(found)
 
 
 def percent(share: float | None, digits: int) -> str:
@@ -136,12 +160,17 @@ def figure(draws: dict, path) -> None:
     plt = pyplot()
     fig, axes = plt.subplots(1, len(draws), figsize=(6.5 * len(draws), 4.6), squeeze=False)
     for ax, (example, d) in zip(axes[0], draws.items(), strict=True):
-        ok = ~d["diverging"]
-        ax.scatter(d["u"][ok], d["log_ls"][ok], s=2, alpha=0.25, label="draws")
-        ax.scatter(d["u"][~ok], d["log_ls"][~ok], s=14, color="red",
-                   label=f"transitions that diverged ({int((~ok).sum())})")  # fmt: skip
-        ax.set(xlabel=str(d["u_name"]), ylabel=f"log {d['ls_name']}",
-               title=f"{example}: sampler seed 1, target_accept 0.8")  # fmt: skip
+        ax.scatter(d["u"], d["log_sigma"], s=2, alpha=0.25, label="draws")
+        starts = d["u_divergence_starts"]
+        low = np.min(d["log_sigma"])
+        ax.plot(starts, np.full(starts.size, low), "|", color="red", markersize=14,
+                label=f"where divergent trajectories left from ({starts.size})")  # fmt: skip
+        ax.axvline(WALL_U, color="k", lw=0.8, ls="--")
+        ax.set(
+            xlabel=str(d["u_name"]),
+            ylabel="log sigma",
+            title=f"{example}: sampler seed 1, target_accept 0.9, sigma ~ {NOISE_PRIOR}",
+        )
         ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -152,15 +181,15 @@ def main(argv=None) -> None:
     p = parser(__doc__.splitlines()[0])
     args = p.parse_args(argv)
     if args.quick:
-        draws, chains, seeds, accepts = 60, 2, (1,), (0.8,)
+        draws, chains, seeds = 60, 2, (1,)
     else:
-        draws, chains, seeds, accepts = 1000, 4, (1, 2), (0.8, 0.9)
-    stem = "example_mixing"
-    settings = {"draws": draws, "tune": draws, "chains": chains, "seeds": list(seeds),
-                "target_accept": list(accepts)}  # fmt: skip
+        draws, chains, seeds = 1000, 4, (1, 2)
+    target_accept, stem = 0.9, "example_mixing"
+    settings = {"draws": draws, "tune": draws, "chains": chains}
     path = args.out / f"{stem}.json"
     old = json.loads(path.read_text()) if path.exists() else {}
-    rows = old.get("fits", []) if old.get("settings") == settings else []
+    same = {k: old.get("settings", {}).get(k) for k in settings} == settings
+    rows = [{"noise_prior": NOISE_PRIOR, **r} for r in old.get("fits", [])] if same else []
     first_draws = {}
     args.cache.mkdir(parents=True, exist_ok=True)
     for example in EXAMPLES:
@@ -168,33 +197,36 @@ def main(argv=None) -> None:
             mesh_model(args.quick) if example == "mesh"
             else images_model(args.quick, args.cache, args.jobs)
         )  # fmt: skip
-        for target_accept in accepts:
-            for seed in seeds:
-                key = (example, seed, target_accept)
-                if any((r["example"], r["seed"], r["target_accept"]) == key for r in rows):
-                    continue
-                row, sampled = fit(model, priors, seed=seed, target_accept=target_accept,
-                                   draws=draws, chains=chains)  # fmt: skip
-                rows.append({"example": example, **row})
-                write_json(path, {"settings": settings, "fits": rows})
-                if (seed, target_accept) == (seeds[0], accepts[0]):
-                    np.savez(args.cache / f"{stem}_{example}_draws.npz", **sampled)
-                print(f"{example} target_accept {target_accept} seed {seed}: r-hat "
-                      f"{row['r_hat_max']:.3f}, bulk ESS {row['ess_bulk_min']:.0f}, "
-                      f"{row['divergences']} divergences")  # fmt: skip
-        with np.load(args.cache / f"{stem}_{example}_draws.npz") as saved:
+        for seed in seeds:
+            key = (example, seed, target_accept, NOISE_PRIOR)
+            if any((r["example"], r["seed"], r["target_accept"], r["noise_prior"]) == key
+                   for r in rows):  # fmt: skip
+                continue
+            row, sampled = fit(model, priors, seed=seed, target_accept=target_accept,
+                               draws=draws, chains=chains)  # fmt: skip
+            rows.append({"example": example, **row})
+            write_json(path, {"settings": settings, "fits": rows})
+            if seed == seeds[0]:
+                np.savez(args.cache / f"{stem}_{example}_seed{seeds[0]}.npz", **sampled)
+            print(f"{example} seed {seed}: r-hat {row['r_hat_max']:.3f}, bulk ESS "
+                  f"{row['ess_bulk_min']:.0f}, {row['divergences']} divergences")  # fmt: skip
+        with np.load(args.cache / f"{stem}_{example}_seed{seeds[0]}.npz") as saved:
             first_draws[example] = {k: saved[k] for k in saved.files}
     figure(first_draws, args.out / f"{stem}.png")
     table = markdown_rows(
-        ["example", "target_accept", "seed", "radius sampled as", "r̂ max", "bulk ESS min",
-         "tail ESS min", "divergences", "divergent draws with u < -3", "draws with u < -3",
-         "wall (s)"],
-        [[r["example"], r["target_accept"], r["seed"], r["sampled_radius_as"],
+        ["example", "noise prior", "target_accept", "seed", "r̂ max", "bulk ESS min",
+         "tail ESS min", "divergences", "sigma: 5 % quantile, median",
+         "divergences starting at u < -3", "... at u > 3", "draws with u < -3", "wall (s)"],
+        [[r["example"], r["noise_prior"], r["target_accept"], r["seed"],
           round(r["r_hat_max"], 3), round(r["ess_bulk_min"]), round(r["ess_tail_min"]),
           int(r["divergences"]),
-          percent(r["divergent_share_u_below_wall"], 0), percent(r["share_u_below_wall"], 1),
+          f"{r['sigma_q05']:.3f}, {r['sigma_median']:.3f}" if "sigma_q05" in r else "-",
+          percent(r.get("divergence_starts_share_u_below_wall"), 0),
+          percent(r.get("divergence_starts_share_u_above_3"), 0),
+          percent(r["share_u_below_wall"], 1),
           round(r["wall_s"])]
-         for r in rows],
+         for r in sorted(rows, key=lambda r: (r["example"], r["noise_prior"] != NOISE_PRIOR,
+                                              r["target_accept"] != target_accept, r["seed"]))],
     )  # fmt: skip
     write_markdown(
         args.out / f"{stem}.md",
@@ -202,11 +234,15 @@ def main(argv=None) -> None:
         [
             f"Generated by `python -m benchmarks.studies.example_mixing`. {chains} chains x "
             f"({draws} tune + {draws} draws), one BLAS thread per chain, 2 cores; sampler seeds "
-            f"{', '.join(map(str, seeds))}. What the script does: see its docstring.",
+            f"{', '.join(map(str, seeds))}. `sle_priors`'s default noise prior is {NOISE_PRIOR}; "
+            f"rows with {TRIED_NOISE_PRIOR} and with `target_accept` 0.8 are kept as a record. "
+            "The radius is sampled on its grid quantile scale `u` in every fit. What the script "
+            "does: see its docstring.",
             "",
             *table,
             "",
-            "![Draws in the sampled coordinates, divergent ones in red](example_mixing.png)",
+            "![Draws in u and log sigma; red ticks: where divergent trajectories left from]"
+            "(example_mixing.png)",
         ],
     )
 
