@@ -121,7 +121,7 @@ def fit(model, priors, *, seed: int, target_accept: float, draws: int, chains: i
     }
     u = draws_out["u"]
     starts = divergence_starts(idata, model.rvs_to_values[priors["radius"]].name)
-    draws_out["u_divergence_starts"] = starts
+    draws_out["u_divergence_starts"] = starts if quantile else np.array([])  # same axis as u
     row = {
         "seed": seed, "target_accept": target_accept, "noise_prior": NOISE_PRIOR, "wall_s": wall,
         **worst, "sigma_q05": float(np.quantile(sigma, 0.05)),
