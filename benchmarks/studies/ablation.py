@@ -29,7 +29,7 @@ from benchmarks.paper.problem import Problem
 from benchmarks.paper.results_csv import read_rows
 from benchmarks.paper.runner import run, selected
 from benchmarks.paper.summary import METRICS, NOMINAL, aggregate, draw_counts, markdown_table
-from benchmarks.studies.common import parser, pyplot, write_markdown
+from benchmarks.studies.common import parser, pyplot, save_figure, write_markdown
 from pymc_sle.datasets import geodesic_sines_field
 from pymc_sle.distances import geodesic
 
@@ -95,9 +95,7 @@ def figure(results, path: Path) -> None:
             ax.set_title(f"{label}: {metric.upper()}", fontsize=10)
             ax.set_xlabel("training size")
         axes[row][0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def main(argv=None) -> None:

@@ -92,6 +92,13 @@ def pyplot():
     return plt
 
 
+def save_figure(fig, path: Path, *, dpi: int = 110, rect=(0.0, 0.0, 1.0, 1.0)) -> None:
+    """Lay out ``fig`` tightly within ``rect``, write it to ``path`` and close it."""
+    fig.tight_layout(rect=rect)
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+
+
 def markdown_rows(header: list[str], rows: list[list]) -> list[str]:
     """A markdown table; floats get 4 significant digits."""
 

@@ -36,6 +36,7 @@ from benchmarks.studies.common import (
     parser,
     power_law,
     pyplot,
+    save_figure,
     write_json,
     write_markdown,
 )
@@ -134,9 +135,7 @@ def figure(rows: list[dict], stats: dict, path) -> None:
         ax.legend(fontsize=8)
     axes[0].set_ylabel("kappa_2(K + noise I)")
     fig.suptitle("Gram conditioning on the 1-D benchmark: mean, min-max band over draws")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def report(stats: dict) -> list[str]:

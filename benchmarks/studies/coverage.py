@@ -34,7 +34,14 @@ import pymc_sle as sle
 from benchmarks import nuts_convergence
 from benchmarks._paths import SHARED_DATA
 from benchmarks.paper.models import build
-from benchmarks.studies.common import markdown_rows, parser, pyplot, write_json, write_markdown
+from benchmarks.studies.common import (
+    markdown_rows,
+    parser,
+    pyplot,
+    save_figure,
+    write_json,
+    write_markdown,
+)
 from pymc_sle.inference import find_map
 
 MODELS = (
@@ -99,9 +106,7 @@ def figure(groups: list[dict], results: dict, path) -> None:
         ax.set(xlabel="geodesic distance to the nearest training vertex (quartiles)",
                ylabel=ylabel)  # fmt: skip
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None) -> None:

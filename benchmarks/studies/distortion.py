@@ -27,6 +27,7 @@ from benchmarks.studies.common import (
     markdown_rows,
     parser,
     pyplot,
+    save_figure,
     write_json,
     write_markdown,
 )
@@ -101,9 +102,7 @@ def figure(stats: dict, pairs: dict, path) -> None:
     ax.set_ylabel("Spearman rho(||phi - phi'||, W2)")
     ax.set_title("(e) rank fidelity vs radius", fontsize=10)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def report(stats: dict) -> list[str]:

@@ -39,7 +39,14 @@ import pymc as pm
 from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
-from benchmarks.studies.common import markdown_rows, parser, pyplot, write_json, write_markdown
+from benchmarks.studies.common import (
+    markdown_rows,
+    parser,
+    pyplot,
+    save_figure,
+    write_json,
+    write_markdown,
+)
 from pymc_sle.datasets import coarsen, matern_field, saxs_images
 from pymc_sle.distances import geodesic, wasserstein
 from pymc_sle.evaluation.holdout import convergence
@@ -172,9 +179,7 @@ def figure(draws: dict, path) -> None:
             title=f"{example}: sampler seed 1, target_accept 0.9, sigma ~ {NOISE_PRIOR}",
         )
         ax.legend(loc="upper right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None) -> None:

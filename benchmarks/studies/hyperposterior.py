@@ -40,6 +40,7 @@ from benchmarks.studies.common import (
     markdown_rows,
     parser,
     pyplot,
+    save_figure,
     write_json,
     write_markdown,
 )
@@ -223,9 +224,7 @@ def figure(panels: list[dict], path: Path) -> None:
                   ylabel="posterior density of log radius")  # fmt: skip
         right.set_title(f"(c) {label}: radius marginal", fontsize=9)
         right.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, dpi=100)
 
 
 PROBLEMS = ("teddy", "one_d", "bunny", "saxs", "strings")

@@ -35,7 +35,14 @@ from scipy import stats
 from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
-from benchmarks.studies.common import markdown_rows, parser, pyplot, write_json, write_markdown
+from benchmarks.studies.common import (
+    markdown_rows,
+    parser,
+    pyplot,
+    save_figure,
+    write_json,
+    write_markdown,
+)
 from pymc_sle.datasets import one_dimensional
 from pymc_sle.evaluation.holdout import convergence
 
@@ -101,9 +108,7 @@ def figure(draws: dict, path) -> None:
                 title="(c) default: what NUTS samples, u and log ls_rel")  # fmt: skip
     fig.suptitle("Quick start's hyperposterior, sampler seed 1: the curved radius-ls ridge (a, b) "
                  "is straight in the sampled variables (c)")  # fmt: skip
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None) -> None:

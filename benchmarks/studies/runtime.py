@@ -42,6 +42,7 @@ from benchmarks.studies.common import (
     parser,
     power_law,
     pyplot,
+    save_figure,
     write_json,
     write_markdown,
 )
@@ -157,9 +158,7 @@ def figure(stats: dict, path) -> None:
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     fig.suptitle(f"mean ± standard error over {stats.get('draws', 'the')} data draws; "
                  "exponents from a power-law fit", fontsize=10)  # fmt: skip
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def report(stats: dict, draws: int) -> list[str]:

@@ -32,7 +32,7 @@ from benchmarks.paper.models import Hyper, ModelSpec, fixed, sle_spec
 from benchmarks.paper.results_csv import read_rows
 from benchmarks.paper.runner import run
 from benchmarks.paper.summary import NOMINAL
-from benchmarks.studies.common import markdown_rows, parser, pyplot, write_markdown
+from benchmarks.studies.common import markdown_rows, parser, pyplot, save_figure, write_markdown
 
 SIZE = 300
 RADII = (1.0, 2.0, 4.0, 7.0, 10.0, 13.0, 16.0, 20.0, 25.0, 30.0, 40.0, 56.0)
@@ -131,9 +131,7 @@ def figure(rows, plan, path: Path) -> None:
         "triangles: means).",
         fontsize=10,
     )
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, rect=(0, 0, 1, 0.97))
 
 
 def report(rows, plan) -> list[str]:

@@ -33,6 +33,7 @@ from benchmarks.studies.common import (
     markdown_rows,
     parser,
     pyplot,
+    save_figure,
     write_json,
     write_markdown,
 )
@@ -92,9 +93,7 @@ def figure(results: dict, scales: np.ndarray, path: Path) -> None:
         ax.set_title(name)
         ax.legend(fontsize=8)
     fig.suptitle("Below zero: not a covariance. Kernels of the distance vs SLE")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def report(results: dict, scales: np.ndarray) -> list[str]:
