@@ -65,19 +65,64 @@ def quantile():
     return QuantileLog.from_grid(log_axis, _two_bumps(log_axis)), log_axis
 
 
-def test_quantile_log_pushes_a_standard_normal_onto_the_grid_marginal(quantile):
+def _widened_target(log_axis, x):
+    """The documented target density of ``QuantileLog.from_grid`` at fine points ``x``: 98 % the
+    grid marginal, 2 % a normal with its mean and twice its sd, cut below its 0.5 % quantile by a
+    Gaussian one cell wide."""
+    p, step = _two_bumps(log_axis), log_axis[1] - log_axis[0]
+    mean = p @ log_axis
+    sd = np.sqrt(p @ (log_axis - mean) ** 2)
+    ends = np.concatenate([[log_axis[0] - step], log_axis, [log_axis[-1] + step]])
+    grid = np.interp(x, ends, np.pad(p / step, 1))  # down to 0 one cell beyond the ends
+    wall = x[np.argmax(np.cumsum(grid) / grid.sum() >= 0.005)]
+    wide = stats.norm.pdf(x, mean, 2 * sd) * np.exp(-0.5 * (np.minimum(x - wall, 0) / step) ** 2)
+    return 0.98 * grid / grid.sum() + 0.02 * wide / wide.sum()
+
+
+def test_quantile_log_pushes_a_standard_normal_onto_the_widened_grid_marginal(quantile):
     transform, log_axis = quantile
     u = np.random.default_rng(0).standard_normal(200_000)
     backward = np.vectorize(_function(transform.backward))
     log_x = np.log(backward(u))
-    p = _two_bumps(log_axis)
-    mean = p @ log_axis
-    sd = np.sqrt(p @ (log_axis - mean) ** 2)
-    # 98 % grid marginal, 2 % a normal with the same mean and twice the sd.
+    x = np.linspace(-12.0, 12.0, 240_001)
+    q = _widened_target(log_axis, x)
+    mean = q @ x
     assert log_x.mean() == pytest.approx(mean, abs=0.01)
-    assert log_x.std() == pytest.approx(np.sqrt(0.98 * sd**2 + 0.02 * 4 * sd**2), rel=0.02)
+    assert log_x.std() == pytest.approx(np.sqrt(q @ (x - mean) ** 2), rel=0.02)
     share_in_second_bump = np.mean(log_x > 0.75)
-    assert share_in_second_bump == pytest.approx(0.98 * p[log_axis > 0.75].sum(), abs=0.01)
+    # the map interpolates between 49 knots: off by up to 0.01 across the dip
+    assert share_in_second_bump == pytest.approx(q[x > 0.75].sum(), abs=0.01)
+    for level in (0.001, 0.01, 0.5, 0.99, 0.999):
+        expected = x[np.searchsorted(np.cumsum(q), level)]
+        assert np.quantile(log_x, level) == pytest.approx(expected, abs=0.03)
+
+
+def test_quantile_log_lower_tail_stops_at_a_wall_and_upper_tail_stays_wide(monkeypatch):
+    """A marginal that drops to 0 below log x = -0.5 (as the radius posterior does below the
+    nearest-neighbour spacing): u = -3 maps within a grid cell of the drop, and further down g
+    moves about one grid cell per unit of u. Without the cut (``wall_quantile = 0``) the
+    widening normal's tail moves g by over twice the marginal's sd per unit of u. The upper tail
+    follows the widening normal far past the grid either way."""
+    log_axis = np.linspace(-1.5, 2.5, 48)
+    step = log_axis[1] - log_axis[0]
+    p = np.where(log_axis < -0.5, 0.0, _two_bumps(log_axis))
+    p /= p.sum()
+    sd = np.sqrt(p @ (log_axis - p @ log_axis) ** 2)
+
+    def log_g(u):
+        return float(np.log(_function(QuantileLog.from_grid(log_axis, p).backward)(u)))
+
+    transform = QuantileLog.from_grid(log_axis, p)
+    for u in np.linspace(-12.0, 7.0, 39):  # the inverse, also where the marginal drops
+        assert transform.to_unit(np.exp(log_g(u))) == pytest.approx(u, abs=0.01)
+    assert -0.5 - step < log_g(-3.0) < -0.5
+    assert 0.5 * step < (log_g(-6.0) - log_g(-12.0)) / 6.0 < 1.5 * step
+    above = log_g(6.0)
+    assert above > log_axis[-1] + 2 * step
+    monkeypatch.setattr(QuantileLog, "wall_quantile", 0.0)
+    # a 2 % share of N(mean, (2 sd)^2) in the tail: slightly more than 2 sd per unit of u
+    assert 2 * sd < (log_g(-6.0) - log_g(-12.0)) / 6.0 < 2.5 * sd
+    assert log_g(6.0) == pytest.approx(above, abs=0.1)
 
 
 def test_quantile_log_forward_inverts_backward_and_jacobian_is_the_derivative(quantile):

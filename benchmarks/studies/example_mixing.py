@@ -20,8 +20,9 @@ wall) or above 3, against the share of all draws below -3. The figure shows seed
 ``u`` and ``log sigma``, and where its divergent trajectories left from.
 
 Fits already in the JSON file are kept (the run resumes; seed 1's draws wait in the distance
-cache for the figure). Fits of other settings stay as a record: ``target_accept`` 0.8 (PyMC's
-default, the earlier setting), and a noise prior tried and not adopted,
+cache for the figure). Fits of other settings stay as a record: the earlier radius map, whose
+lower tail reached past the small-radius wall, ``target_accept`` 0.8 (PyMC's default, the
+earlier setting), and a noise prior tried and not adopted,
 ``sigma ~ Gamma(2, 2.5 / std(y))`` instead of ``sle_priors``'s ``HalfNormal(std(y))`` (it keeps
 chains away from ``sigma = 0``). Writes benchmarks/results/studies/example_mixing.{json,md,png}.
 
@@ -55,6 +56,9 @@ EXAMPLES = ("mesh", "images")
 WALL_U = -3.0
 #: ``sle_priors``'s noise prior, and one tried and not adopted (its fits kept as a record).
 NOISE_PRIOR, TRIED_NOISE_PRIOR = "HalfNormal(std y)", "Gamma(2, 2.5 / std y), tried"
+#: The radius's quantile map: its lower tail now stops within a grid cell of the small-radius
+#: wall; the earlier map reached past it (its fits kept as a record).
+RADIUS_MAP, UNCUT_RADIUS_MAP = "cut at the wall", "reaching past the wall (earlier)"
 
 
 def mesh_model(quick: bool):
@@ -130,7 +134,8 @@ def fit(model, priors, *, seed: int, target_accept: float, draws: int, chains: i
     starts = divergence_starts(idata, model.rvs_to_values[priors["radius"]].name)
     draws_out["u_divergence_starts"] = starts if quantile else np.array([])  # same axis as u
     row = {
-        "seed": seed, "target_accept": target_accept, "noise_prior": NOISE_PRIOR, "wall_s": wall,
+        "seed": seed, "target_accept": target_accept, "noise_prior": NOISE_PRIOR,
+        "radius_map": RADIUS_MAP, "wall_s": wall,
         **worst, "sigma_q05": float(np.quantile(sigma, 0.05)),
         "sigma_median": float(np.median(sigma)),
         "sampled_radius_as": "quantile u" if quantile else "log radius",
@@ -194,7 +199,8 @@ def main(argv=None) -> None:
     path = args.out / f"{stem}.json"
     old = json.loads(path.read_text()) if path.exists() else {}
     same = {k: old.get("settings", {}).get(k) for k in settings} == settings
-    rows = [{"noise_prior": NOISE_PRIOR, **r} for r in old.get("fits", [])] if same else []
+    earlier = {"noise_prior": NOISE_PRIOR, "radius_map": UNCUT_RADIUS_MAP}  # older rows' columns
+    rows = [earlier | r for r in old.get("fits", [])] if same else []
     first_draws = {}
     args.cache.mkdir(parents=True, exist_ok=True)
     for example in EXAMPLES:
@@ -203,9 +209,9 @@ def main(argv=None) -> None:
             else images_model(args.quick, args.cache, args.jobs)
         )  # fmt: skip
         for seed in seeds:
-            key = (example, seed, target_accept, NOISE_PRIOR)
-            if any((r["example"], r["seed"], r["target_accept"], r["noise_prior"]) == key
-                   for r in rows):  # fmt: skip
+            key = (example, seed, target_accept, NOISE_PRIOR, RADIUS_MAP)
+            if any((r["example"], r["seed"], r["target_accept"], r["noise_prior"],
+                    r["radius_map"]) == key for r in rows):  # fmt: skip
                 continue
             row, sampled = fit(model, priors, seed=seed, target_accept=target_accept,
                                draws=draws, chains=chains)  # fmt: skip
@@ -219,10 +225,11 @@ def main(argv=None) -> None:
             first_draws[example] = {k: saved[k] for k in saved.files}
     figure(first_draws, args.out / f"{stem}.png")
     table = markdown_rows(
-        ["example", "noise prior", "target_accept", "seed", "r̂ max", "bulk ESS min",
+        ["example", "radius map", "noise prior", "target_accept", "seed", "r̂ max",
+         "bulk ESS min",
          "tail ESS min", "divergences", "sigma: 5 % quantile, median",
          "divergences starting at u < -3", "... at u > 3", "draws with u < -3", "wall (s)"],
-        [[r["example"], r["noise_prior"], r["target_accept"], r["seed"],
+        [[r["example"], r["radius_map"], r["noise_prior"], r["target_accept"], r["seed"],
           round(r["r_hat_max"], 3), round(r["ess_bulk_min"]), round(r["ess_tail_min"]),
           int(r["divergences"]),
           f"{r['sigma_q05']:.3f}, {r['sigma_median']:.3f}" if "sigma_q05" in r else "-",
@@ -230,7 +237,8 @@ def main(argv=None) -> None:
           percent(r.get("divergence_starts_share_u_above_3"), 0),
           percent(r["share_u_below_wall"], 1),
           round(r["wall_s"])]
-         for r in sorted(rows, key=lambda r: (r["example"], r["noise_prior"] != NOISE_PRIOR,
+         for r in sorted(rows, key=lambda r: (r["example"], r["radius_map"] != RADIUS_MAP,
+                                              r["noise_prior"] != NOISE_PRIOR,
                                               r["target_accept"] != target_accept, r["seed"]))],
     )  # fmt: skip
     write_markdown(
@@ -240,9 +248,11 @@ def main(argv=None) -> None:
             f"Generated by `python -m benchmarks.studies.example_mixing`. {chains} chains x "
             f"({draws} tune + {draws} draws), one BLAS thread per chain, 2 cores; sampler seeds "
             f"{', '.join(map(str, seeds))}. `sle_priors`'s default noise prior is {NOISE_PRIOR}; "
-            f"rows with {TRIED_NOISE_PRIOR} and with `target_accept` 0.8 are kept as a record. "
-            "The radius is sampled on its grid quantile scale `u` in every fit. What the script "
-            "does: see its docstring.",
+            "the radius is sampled on its grid quantile scale `u`, whose map's lower tail is "
+            f"{RADIUS_MAP}. Rows with the map {UNCUT_RADIUS_MAP}, with {TRIED_NOISE_PRIOR} and "
+            "with `target_accept` 0.8 are kept as a record (on the earlier map, `u < -3` lies "
+            "further below the wall than on the current one). What the script does: see its "
+            "docstring.",
             "",
             *table,
             "",

@@ -57,13 +57,16 @@ class CenteredLog(Transform):
 class Hermite:
     r"""A monotone-preserving cubic through ``(start + k * step, values[k])`` (SciPy's PCHIP
     slopes), continued by straight lines with the end slopes: continuous with a continuous first
-    derivative everywhere. Calling it on a tensor gives the value and the derivative."""
+    derivative everywhere. Calling it on a tensor gives the value and the derivative.
+    ``end_slopes`` replaces the slopes at the first and last knot (and so of the lines)."""
 
-    def __init__(self, start: float, step: float, values):
+    def __init__(self, start: float, step: float, values, end_slopes=None):
         self.start, self.step = float(start), float(step)
         self.values = np.asarray(values, dtype=float)
         knots = self.start + self.step * np.arange(self.values.size)
         self.slopes = interpolate.PchipInterpolator(knots, self.values).derivative()(knots)
+        if end_slopes is not None:
+            self.slopes[[0, -1]] = end_slopes
 
     def __call__(self, x):
         y, m, h, last = self.values, self.slopes, self.step, self.values.size - 1
@@ -95,7 +98,8 @@ class Hermite:
         """The same function at floats or an array of them."""
         knots = self.start + self.step * np.arange(self.values.size)
         x = np.asarray(x, dtype=float)
-        inside = interpolate.PchipInterpolator(knots, self.values)(np.clip(x, knots[0], knots[-1]))
+        cubic = interpolate.CubicHermiteSpline(knots, self.values, self.slopes)
+        inside = cubic(np.clip(x, knots[0], knots[-1]))
         below = self.values[0] + self.slopes[0] * (x - knots[0])
         above = self.values[-1] + self.slopes[-1] * (x - knots[-1])
         return np.where(x < knots[0], below, np.where(x > knots[-1], above, inside))[()]
@@ -106,22 +110,38 @@ class QuantileLog(Transform):
     :math:`g = F^{-1} \circ \Phi` maps a standard normal onto a target density :math:`q` of
     :math:`\log x` with distribution function :math:`F`.
 
-    :meth:`from_grid` takes :math:`q = (1 - \epsilon)\, p + \epsilon\, N(\mu, (2 s)^2)`: the
-    grid's marginal :math:`p` (linear between grid points), widened by a normal with the
-    marginal's mean :math:`\mu` and twice its standard deviation :math:`s` so that :math:`q`
-    is positive everywhere and :math:`g` has linear tails. If the posterior marginal equalled
-    :math:`q`, :math:`u` would be exactly standard normal. The prior of :math:`x` is untouched:
-    ``log_jac_det`` is :math:`\log g'(u) + g(u)`.
+    :meth:`from_grid` takes :math:`q = (1 - \epsilon)\, p + \epsilon\, w`: the grid's
+    marginal :math:`p` (linear between grid points), widened by a density :math:`w` so that
+    :math:`q` is positive everywhere and :math:`g` has linear tails. :math:`w` is a normal with
+    the marginal's mean :math:`\mu` and twice its standard deviation :math:`s`, cut off below
+    the marginal's :attr:`wall_quantile` quantile :math:`x_w` by a Gaussian factor one grid cell
+    :math:`h` wide:
+
+    .. math::
+
+        w(x) \propto N(x; \mu, (2 s)^2)\,
+        \exp\!\Big(-\tfrac12 \big(\min(x - x_w, 0) / h\big)^2\Big).
+
+    The cut is the small-radius wall: below the nearest-neighbour spacing the likelihood falls
+    by hundreds of nats per unit of :math:`\log r`, and a map whose lower tail reached there
+    sent trajectories into it (divergences that start at :math:`u < -3`). With the cut, all of
+    :math:`u < -3` maps within a few cells of the wall. Above the grid the likelihood flattens
+    (bumps cover every landmark) and the full normal tail stays, so the map reaches the prior's
+    large radii. If the posterior marginal equalled :math:`q`, :math:`u` would be exactly
+    standard normal. The prior of :math:`x` is untouched: ``log_jac_det`` is
+    :math:`\log g'(u) + g(u)`.
 
     :math:`g` and its inverse are :class:`Hermite` interpolants of the tabulated quantile
-    function, on evenly spaced :math:`u` and :math:`\log x` respectively; they agree at the
-    knots (the inverse is used only to place initial values).
+    function, on evenly spaced :math:`u` and (eight times finer) :math:`\log x` respectively;
+    they agree at the knots (the inverse is used only to place initial values).
     """
 
     name = "quantile_log"
 
-    #: Weight of the wide normal in the target density.
+    #: Weight of the widening density in the target density.
     widening = 0.02
+    #: The grid marginal's quantile below which the widening decays within one grid cell.
+    wall_quantile = 0.005
     #: The knots of g span u in [-_U_MAX, _U_MAX].
     _U_MAX = 6.0
 
@@ -137,19 +157,27 @@ class QuantileLog(Transform):
         step = float(log_axis[1] - log_axis[0])
         mean = float(p @ log_axis)
         spread = max(2.0 * float(np.sqrt(p @ (log_axis - mean) ** 2)), step)
-        x = np.linspace(log_axis[0] - 10 * spread, log_axis[-1] + 10 * spread, 8001)
+        # Fine enough to resolve the cut tail, where u changes by ~1 per grid cell / 6.
+        low, high = log_axis[0] - 10 * spread, log_axis[-1] + 10 * spread
+        x = np.linspace(low, high, max(8001, int(np.ceil(100 * (high - low) / step)) + 1))
         # The grid's density, linear between its points and down to 0 one cell beyond its ends.
         ends = np.concatenate([[log_axis[0] - step], log_axis, [log_axis[-1] + step]])
         grid_cdf = _cumulative(x, np.interp(x, ends, np.pad(p / step, 1), left=0.0, right=0.0))
-        wide_cdf = _cumulative(x, stats.norm.pdf(x, mean, spread))
-        cdf = (1 - cls.widening) * grid_cdf / grid_cdf[-1] + cls.widening * wide_cdf / wide_cdf[-1]
+        grid_cdf /= grid_cdf[-1]
+        wall = x[np.searchsorted(grid_cdf, cls.wall_quantile)]
+        below_wall = np.minimum(x - wall, 0.0) / step
+        wide_cdf = _cumulative(x, stats.norm.pdf(x, mean, spread) * np.exp(-0.5 * below_wall**2))
+        cdf = (1 - cls.widening) * grid_cdf + cls.widening * wide_cdf / wide_cdf[-1]
         u = special.ndtri(np.clip(cdf, 1e-300, 1.0))
         keep = np.isfinite(u) & (np.abs(u) < cls._U_MAX + 1.0)
         x, u = x[keep], u[keep]
         u_knots = np.linspace(-cls._U_MAX, cls._U_MAX, n_knots)
         backward = Hermite(u_knots[0], u_knots[1] - u_knots[0], np.interp(u_knots, u, x))
-        x_knots = np.linspace(backward.values[0], backward.values[-1], 2 * n_knots - 1)
-        forward = Hermite(x_knots[0], x_knots[1] - x_knots[0], np.interp(x_knots, x, u))
+        # Finer knots for the inverse: below the wall, log x changes little over many units of u.
+        # Its lines beyond the ends are exactly the inverses of g's.
+        x_knots = np.linspace(backward.values[0], backward.values[-1], 8 * n_knots - 1)
+        forward = Hermite(x_knots[0], x_knots[1] - x_knots[0], np.interp(x_knots, x, u),
+                          end_slopes=1.0 / backward.slopes[[0, -1]])  # fmt: skip
         return cls(backward, forward)
 
     def forward(self, value, *inputs):

@@ -183,7 +183,8 @@ def sle_priors(
     unchanged, ``pymc_sle.inference._transforms``):
 
     - the radius is sampled on its grid quantile scale: a standard normal ``u`` mapped onto the
-      grid's radius marginal, so dips between basins become short;
+      grid's radius marginal, so dips between basins become short; the map's lower tail stops
+      within a grid cell of the small-radius wall, where trajectories would otherwise diverge;
     - ``ls`` is the deterministic ``exp(ridge(log radius)) * ls_rel``, with ``ridge`` the grid's
       mean of ``log ls`` given the radius and ``ls_rel | radius ~ LogNormal(mu - ridge, sigma)``.
       ``ls`` keeps exactly its ``LogNormal(mu, sigma)`` prior, independent of the radius; NUTS
@@ -256,7 +257,7 @@ def sle_priors(
     coarse, grid, found = _search(distances, rows, y, landmarks, mass, inner, inner_kwargs)
     # Across basins behind deep dips the quantile scale squeezes each dip into a short, deep
     # trench, where leapfrog steps diverge (strings, split 2: r-hat 1.61, 122 divergences).
-    # sample_basins then samples each basin as the previous default did: on log scales centred
+    # sample_basins then samples each basin as the first release did: on log scales centred
     # at the coarse grid's mode (strings, split 2: r-hat 1.008 with nutpie). Centring on the fine
     # grid instead gave r-hat 1.056 there.
     straighten = sum(b.mass >= _UNREACHED_MASS for b in found) <= 1
