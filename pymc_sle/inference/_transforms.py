@@ -172,7 +172,11 @@ class QuantileLog(Transform):
         keep = np.isfinite(u) & (np.abs(u) < cls._U_MAX + 1.0)
         x, u = x[keep], u[keep]
         u_knots = np.linspace(-cls._U_MAX, cls._U_MAX, n_knots)
-        backward = Hermite(u_knots[0], u_knots[1] - u_knots[0], np.interp(u_knots, u, x))
+        values, h = np.interp(u_knots, u, x), u_knots[1] - u_knots[0]
+        # End lines along the end intervals' secants: PCHIP's end slopes can be 0 where the map
+        # bends sharply (at the wall), which would make g flat beyond its knots.
+        secants = np.diff(values)[[0, -1]] / h
+        backward = Hermite(u_knots[0], h, values, end_slopes=secants)
         # Finer knots for the inverse: below the wall, log x changes little over many units of u.
         # Its lines beyond the ends are exactly the inverses of g's.
         x_knots = np.linspace(backward.values[0], backward.values[-1], 8 * n_knots - 1)
