@@ -109,10 +109,12 @@ def test_quantile_log_lower_tail_stops_at_a_wall_and_upper_tail_stays_wide(monke
     p /= p.sum()
     sd = np.sqrt(p @ (log_axis - p @ log_axis) ** 2)
 
-    def log_g(u):
-        return float(np.log(_function(QuantileLog.from_grid(log_axis, p).backward)(u)))
+    def map_of_current_settings():
+        transform = QuantileLog.from_grid(log_axis, p)
+        backward = _function(transform.backward)
+        return transform, lambda u: float(np.log(backward(u)))
 
-    transform = QuantileLog.from_grid(log_axis, p)
+    transform, log_g = map_of_current_settings()
     assert np.all(transform._g.slopes[[0, -1]] > 0)  # g keeps rising beyond its knots
     for u in np.linspace(-12.0, 7.0, 39):  # the inverse, also where the marginal drops
         assert transform.to_unit(np.exp(log_g(u))) == pytest.approx(u, abs=0.01)
@@ -121,6 +123,7 @@ def test_quantile_log_lower_tail_stops_at_a_wall_and_upper_tail_stays_wide(monke
     above = log_g(6.0)
     assert above > log_axis[-1] + 2 * step
     monkeypatch.setattr(QuantileLog, "wall_quantile", 0.0)
+    _, log_g = map_of_current_settings()
     # a 2 % share of N(mean, (2 sd)^2) in the tail: slightly more than 2 sd per unit of u
     assert 2 * sd < (log_g(-6.0) - log_g(-12.0)) / 6.0 < 2.5 * sd
     assert log_g(6.0) == pytest.approx(above, abs=0.1)

@@ -226,8 +226,7 @@ def main(argv=None) -> None:
     figure(first_draws, args.out / f"{stem}.png")
     table = markdown_rows(
         ["example", "radius map", "noise prior", "target_accept", "seed", "r̂ max",
-         "bulk ESS min",
-         "tail ESS min", "divergences", "sigma: 5 % quantile, median",
+         "bulk ESS min", "tail ESS min", "divergences", "sigma: 5 % quantile, median",
          "divergences starting at u < -3", "... at u > 3", "draws with u < -3", "wall (s)"],
         [[r["example"], r["radius_map"], r["noise_prior"], r["target_accept"], r["seed"],
           round(r["r_hat_max"], 3), round(r["ess_bulk_min"]), round(r["ess_tail_min"]),

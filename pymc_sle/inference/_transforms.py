@@ -124,12 +124,12 @@ class QuantileLog(Transform):
 
     The cut is the small-radius wall: below the nearest-neighbour spacing the likelihood falls
     by hundreds of nats per unit of :math:`\log r`, and a map whose lower tail reached there
-    sent trajectories into it (divergences that start at :math:`u < -3`). With the cut, all of
-    :math:`u < -3` maps within a few cells of the wall. Above the grid the likelihood flattens
-    (bumps cover every landmark) and the full normal tail stays, so the map reaches the prior's
-    large radii. If the posterior marginal equalled :math:`q`, :math:`u` would be exactly
-    standard normal. The prior of :math:`x` is untouched: ``log_jac_det`` is
-    :math:`\log g'(u) + g(u)`.
+    sent trajectories into it (divergences that start at :math:`u < -3`). With the cut, below
+    the wall one unit of :math:`u` moves :math:`\log x` by about one grid cell. Above the grid
+    the likelihood flattens (bumps cover every landmark) and the full normal tail stays, so the
+    map reaches the prior's large radii. If the posterior marginal equalled :math:`q`,
+    :math:`u` would be exactly standard normal. The prior of :math:`x` is untouched:
+    ``log_jac_det`` is :math:`\log g'(u) + g(u)`.
 
     :math:`g` and its inverse are :class:`Hermite` interpolants of the tabulated quantile
     function, on evenly spaced :math:`u` and (eight times finer) :math:`\log x` respectively;
@@ -157,7 +157,7 @@ class QuantileLog(Transform):
         step = float(log_axis[1] - log_axis[0])
         mean = float(p @ log_axis)
         spread = max(2.0 * float(np.sqrt(p @ (log_axis - mean) ** 2)), step)
-        # Fine enough to resolve the cut tail, where u changes by ~1 per grid cell / 6.
+        # 100 points per grid cell at least: the cut tail changes u by about 1 per cell.
         low, high = log_axis[0] - 10 * spread, log_axis[-1] + 10 * spread
         x = np.linspace(low, high, max(8001, int(np.ceil(100 * (high - low) / step)) + 1))
         # The grid's density, linear between its points and down to 0 one cell beyond its ends.
