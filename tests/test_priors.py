@@ -165,7 +165,7 @@ def test_sle_priors_warns_when_the_start_basin_misses_mass(monkeypatch):
         priors = sle_priors(D, np.arange(y.size), y)
     # across deep dips, no quantile scale or ridge: centred log scales (docs/hyperposterior.md)
     assert set(model.initial_point()) == {
-        f"{v}_centered_log__" for v in ("radius", "ls", "eta", "sigma")
+        f"{v}_centeredlog__" for v in ("radius", "ls", "eta", "sigma")
     }
     assert [round(b.mass, 2) for b in priors.basins] == [0.6, 0.4]
     for basin in priors.basins:

@@ -38,7 +38,7 @@ class CenteredLog(Transform):
     :math:`v = (\log x - \log c) / s`. PyMC samples and jitters :math:`v`; the prior on
     :math:`x` is unchanged."""
 
-    name = "centered_log"
+    name = "centeredlog"  # no underscore: PyMC strips the last three "_"-separated parts
 
     def __init__(self, centre: float, scale: float):
         self.log_centre = float(np.log(centre))
@@ -136,7 +136,7 @@ class QuantileLog(Transform):
     they agree at the knots (the inverse is used only to place initial values).
     """
 
-    name = "quantile_log"
+    name = "quantilelog"
 
     #: Weight of the widening density in the target density.
     widening = 0.02
