@@ -65,7 +65,7 @@ with pm.Model() as model:
     )
     gp = sle.gp.Marginal(cov_func=cov)
     gp.marginal_likelihood("y", X=train[:, None], y=y_train, sigma=priors["sigma"])
-    # Every radius basin NUTS cannot cross, pooled by its mass (pm.sample when there is one),
+    # Every radius basin, its chains confined to it, pooled by mass (pm.sample when there is one),
     # with target_accept 0.9 (sample_basins's default).
     with threadpool_limits(limits=1, user_api="blas"):
         idata = sle.inference.sample_basins(priors, draws=draws, tune=draws, chains=chains,

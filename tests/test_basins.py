@@ -1,11 +1,17 @@
 """Sampling a posterior whose basins NUTS cannot cross: every basin, pooled by its mass."""
 
+import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
+from pymc.distributions.transforms import Interval
+from scipy import stats
 
+import pymc_sle as sle
 from pymc_sle.evaluation.holdout import convergence
 from pymc_sle.inference import basin_diagnostics, sample_basins
+from pymc_sle.inference._transforms import CenteredLog
+from pymc_sle.inference.basins import _intervals
 from pymc_sle.priors import Basin, SLEPriors, sle_priors
 
 SAMPLE = dict(draws=200, tune=200, chains=2, cores=1, progressbar=False,
@@ -37,15 +43,33 @@ def test_plain_nuts_sees_one_well_and_sample_basins_both_by_their_mass():
     diagnostics = basin_diagnostics(pooled)
     assert diagnostics["basin_weight"] == pytest.approx([0.7, 0.3])
     assert diagnostics["basin_draws"] == [140, 60]
-    assert diagnostics["basin_outside"] == [0.0, 0.0]
+    assert diagnostics["basin_cuts"] == [0.0]
     assert all(r < 1.05 for r in diagnostics["basin_r_hat_max"])
     assert basin_diagnostics(plain) is None
     _, worst = convergence(pooled, ["x"])  # what fit_and_score reports: the worst basin
     assert worst["basins"] == 2
     assert worst["r_hat_max"] == max(diagnostics["basin_r_hat_max"])
     assert worst["ess_bulk_min"] == min(diagnostics["basin_ess_bulk_min"])
+    assert worst["divergences"] == sum(diagnostics["basin_divergences"])
     assert convergence(plain, ["x"])[1]["basins"] == 1
     assert model.rvs_to_initial_values[model["x"]] is None  # the model's start is restored
+
+
+def test_divergences_of_every_basin_draw_count_not_only_the_pooled_ones():
+    """Pooling thins each basin's draws: a divergence in a dropped draw must still be reported."""
+    rng = np.random.default_rng(0)
+    diverging = np.zeros((2, 50), dtype=bool)
+    diverging[0, 3] = True
+    idata = az.from_dict(posterior={"x": rng.normal(size=(2, 50))},
+                         sample_stats={"diverging": diverging})  # fmt: skip
+    attrs = {"basin_weight": [0.5, 0.5], "basin_r_hat_max": [1.0, 1.0],
+             "basin_ess_bulk_min": [400.0, 500.0], "basin_ess_tail_min": [300.0, 600.0],
+             "basin_divergences": [3, 2]}  # fmt: skip
+    idata.posterior.attrs.update({**attrs, "basin_radius": [1.0, 2.0], "basin_cuts": [1.5],
+                                  "basin_draws": [25, 25]})  # fmt: skip
+    assert convergence(idata, ["x"])[1]["divergences"] == 5
+    idata.posterior.attrs.clear()
+    assert convergence(idata, ["x"])[1]["divergences"] == 1
 
 
 def test_basins_below_min_mass_are_dropped_and_one_basin_is_pm_sample():
@@ -95,12 +119,71 @@ def test_nutpie_starts_every_basin_from_the_model_initial_values():
         assert np.mean(chain < 0) == pytest.approx(0.7, abs=0.01)
 
 
-def test_sample_basins_warns_when_chains_leave_their_basin():
-    """One well split at 0 into two 'basins': the chains cross, and pooling would double count."""
+@pytest.mark.parametrize("transform", ["log", "decreasing"])
+def test_a_well_cut_into_two_basins_is_sampled_exactly(transform):
+    """log r ~ N(0, 1) cut at log r = 0.5 into two 'basins' that NUTS would cross freely: each
+    sampled confined to its side, pooled by the exact masses, the normal comes back. Unconfined
+    chains would count the straying draws twice; swapped weights would shift the mean by 0.6."""
+    kwargs = {} if transform == "log" else {"default_transform": Interval(upper=1e6)}
+    with pm.Model() as model:  # an initial value, as sle_priors sets
+        r = pm.LogNormal("r", 0.0, 1.0, initval=1.0, **kwargs)
+    below = stats.norm.cdf(0.5)
+    basins = (
+        Basin(np.exp(1.0), 1 - below, np.exp(0.6), np.exp(5.0), {"r": np.exp(1.0)}),
+        Basin(np.exp(-0.5), below, np.exp(-5.0), np.exp(0.4), {"r": np.exp(-0.5)}),
+    )
+    sample = {**SAMPLE, "draws": 1000, "tune": 500}
+    pooled = sample_basins(SLEPriors({"radius": r}, basins), model=model, random_seed=1, **sample)
+    log_r = np.log(pooled.posterior["r"].values)
+    diagnostics = basin_diagnostics(pooled)
+    assert diagnostics["basin_cuts"] == pytest.approx([np.exp(0.5)])  # geometric midpoint
+    assert diagnostics["basin_weight"] == pytest.approx([below, 1 - below])  # by radius
+    for chain in log_r:  # no draw strays: exactly the basins' draw counts on either side
+        assert np.sum(chain < 0.5) == diagnostics["basin_draws"][0]
+    assert log_r.mean() == pytest.approx(0.0, abs=0.12)
+    assert log_r.std() == pytest.approx(1.0, abs=0.08)
+    assert np.quantile(log_r, [0.1, 0.9]) == pytest.approx(stats.norm.ppf([0.1, 0.9]), abs=0.15)
+    assert model.rvs_to_initial_values[r] == 1.0  # the model is left as it was
+
+
+def test_a_basin_too_light_to_sample_adds_its_mass_to_the_interval_holding_it():
     with pm.Model() as model:
-        x = pm.Normal("x", 0.0, 1.0)
-    basins = (Basin(-1.0, 0.5, -20.0, 0.0, {"x": -1.0}), Basin(1.0, 0.5, 0.0, 20.0, {"x": 1.0}))
-    with pytest.warns(UserWarning, match=r"Chains left the radius basin .*r = -1: \d+ %"):
-        pooled = sample_basins(SLEPriors({"radius": x}, basins), model=model, random_seed=1,
-                               **SAMPLE)  # fmt: skip
-    assert all(0.3 < share < 0.7 for share in basin_diagnostics(pooled)["basin_outside"])
+        r = pm.LogNormal("r", 0.0, 1.0)
+    basins = (
+        Basin(0.5, 0.6, 0.3, 0.7, {"r": 0.5}),
+        Basin(2.0, 0.395, 1.5, 3.0, {"r": 2.0}),
+        Basin(1.0, 0.005, 0.8, 1.2, {"r": 1.0}),  # below the cut at sqrt(0.7 * 1.5) = 1.02
+    )
+    pooled = sample_basins(SLEPriors({"radius": r}, basins), model=model, random_seed=1, **SAMPLE)
+    assert basin_diagnostics(pooled)["basin_weight"] == pytest.approx([0.605, 0.395])
+
+
+def test_sle_model_with_two_basins_samples_each_inside_its_interval():
+    """The README recipe on data whose radius posterior has two basins (85 % and 15 %): the
+    model copies confine the chains (the radius's centred log transform, initial values set)."""
+    x = np.sort(np.random.default_rng(2).uniform(size=30))
+    D = np.abs(x[:, None] - x[None, :])
+    with pm.Model() as model:
+        priors = sle_priors(D, np.arange(30), np.sin(6 * x))
+        cov = priors["eta"] ** 2 * sle.SLE(D, radius=priors["radius"], ls=priors["ls"])
+        gp = sle.gp.Marginal(cov_func=cov)
+        gp.marginal_likelihood("y", X=np.arange(30)[:, None], y=np.sin(6 * x),
+                               sigma=priors["sigma"])  # fmt: skip
+    assert [round(b.mass, 2) for b in priors.basins] == [0.85, 0.15]
+    sample = {**SAMPLE, "draws": 40, "tune": 40}
+    pooled = sample_basins(priors, random_seed=1, model=model, **sample)
+    diagnostics = basin_diagnostics(pooled)
+    [cut] = diagnostics["basin_cuts"]
+    for chain in pooled.posterior["radius"].values:
+        assert np.sum(chain < cut) == diagnostics["basin_draws"][0]
+
+
+def test_basin_intervals_in_the_radius_value_transform_space():
+    """The cuts mapped by the radius's transform (sle_priors' centred log); outer ends open."""
+    basins = [Basin(r, 0.25, r / 1.5, r * 1.5, {}) for r in (1.0, 4.0, 16.0)]
+    transform = CenteredLog(2.0, 0.5)
+    cuts = (np.log([np.sqrt(1.5 * 4 / 1.5), np.sqrt(6.0 * 16 / 1.5)]) - np.log(2.0)) / 0.5
+    intervals = _intervals(basins, transform)
+    assert [i[0] for i in intervals][1:] == pytest.approx(cuts)
+    assert [i[1] for i in intervals][:-1] == pytest.approx(cuts)
+    assert intervals[0][0] is None and intervals[-1][1] is None

@@ -92,7 +92,8 @@ def convergence(idata, var_names) -> tuple[pd.DataFrame, dict[str, float]]:
 
     For a posterior pooled from several radius basins
     (:func:`~pymc_sle.inference.sample_basins`), r-hat and ESS are the worst over the basins'
-    own chains, which is what measures convergence there; ``basins`` counts them (1 otherwise).
+    own chains, which is what measures convergence there, and the divergences are counted over
+    all their draws (not only the pooled ones); ``basins`` counts them (1 otherwise).
     """
     summary = az.summary(idata, var_names=list(var_names), round_to="none")
     stats = idata.sample_stats
@@ -110,6 +111,7 @@ def convergence(idata, var_names) -> tuple[pd.DataFrame, dict[str, float]]:
             r_hat_max=max(per_basin["basin_r_hat_max"]),
             ess_bulk_min=min(per_basin["basin_ess_bulk_min"]),
             ess_tail_min=min(per_basin["basin_ess_tail_min"]),
+            divergences=sum(per_basin["basin_divergences"]),
             basins=len(per_basin["basin_weight"]),
         )
     return summary, worst

@@ -1,41 +1,50 @@
 r"""Sample a radius posterior with several basins: NUTS in each, pooled by the basins' mass.
 
-The SLE radius posterior can have basins separated by dips so deep that NUTS never crosses them
-(``docs/hyperposterior.md``). Chains started in one basin then sample the posterior restricted to
-it, :math:`p(\theta \mid y, \theta \in B_b)`, and the full posterior is the mixture
+The SLE radius posterior can have basins separated by dips that NUTS crosses too rarely to mix
+within a run (``docs/hyperposterior.md``). Cut the radius axis at the dips into intervals
+:math:`B_b`; then exactly
 
 .. math::
 
-    p(\theta \mid y) = \sum_b w_b\, p(\theta \mid y, \theta \in B_b), \qquad
-    w_b = P(\theta \in B_b \mid y),
+    p(\theta \mid y) = \sum_b w_b\, p(\theta \mid y, r \in B_b), \qquad
+    w_b = P(r \in B_b \mid y),
 
 whose weights the grid posterior of :func:`pymc_sle.inference.priors.sle_priors` gives (exact up
-to the grid's resolution). :func:`sample_basins` runs ``chains`` NUTS chains in every basin that
-holds at least ``min_mass``, started at the basin's highest grid cell, and pools them: chain
-``c`` of the result is chain ``c`` of every basin, each thinned to a number of draws proportional
-to :math:`w_b` (renormalised over the sampled basins). Every pooled chain is thus a draw-for-draw
-sample of the mixture, ready for ``pm.sample_posterior_predictive`` and ArviZ. Convergence is a
-property of each basin's chains, so their diagnostics are stored in ``posterior.attrs``
-(:func:`basin_diagnostics`)."""
+to the grid's resolution). :func:`sample_basins` samples each restricted posterior
+:math:`p(\theta \mid y, r \in B_b)` with ``chains`` NUTS chains: the radius's value transform
+is followed by an interval transform onto :math:`B_b` (the model's densities are unchanged inside
+it, so the restricted posterior is exact), and the chains start at the basin's highest grid
+cell. The intervals meet halfway (geometrically) between neighbouring basins' outermost grid
+cells, where the grid's cell masses split; the outer two are open. Chain ``c`` of the result is
+chain ``c`` of every basin, each thinned to a number of draws proportional to :math:`w_b`
+(renormalised over the sampled basins). Every pooled chain is thus a draw-for-draw sample of the
+mixture, ready for ``pm.sample_posterior_predictive`` and ArviZ. Convergence is a property of
+each basin's chains, so their diagnostics are stored in ``posterior.attrs``
+(:func:`basin_diagnostics`).
+
+Without the restriction, chains started in one basin and straying into another count that
+posterior mass twice: on the strings benchmark's split 2, a quarter of the draws of the chains
+started in the 14 % basin lay outside it.
+"""
 
 from __future__ import annotations
 
-import warnings
-from contextlib import contextmanager
+from itertools import pairwise
 
 import arviz as az
 import numpy as np
 import pymc as pm
 import xarray as xr
+from pymc.distributions.transforms import Interval
+from pymc.logprob.transforms import ChainedTransform
+from pymc.model.transform.conditioning import change_value_transforms
 
-from pymc_sle.inference.priors import SLEPriors
+from pymc_sle.inference.priors import Basin, SLEPriors
 
 __all__ = ["basin_diagnostics", "sample_basins"]
 
-_ATTRS = ("basin_radius", "basin_weight", "basin_r_hat_max", "basin_ess_bulk_min",
-          "basin_ess_tail_min", "basin_draws", "basin_outside")  # fmt: skip
-#: Share of a basin's draws outside it above which sample_basins warns that pooling is biased.
-_STRAY = 0.05
+_ATTRS = ("basin_radius", "basin_weight", "basin_cuts", "basin_r_hat_max", "basin_ess_bulk_min",
+          "basin_ess_tail_min", "basin_divergences", "basin_draws")  # fmt: skip
 
 
 def _pool(fits: list[az.InferenceData], weights: np.ndarray, draws: int) -> az.InferenceData:
@@ -55,18 +64,45 @@ def _pool(fits: list[az.InferenceData], weights: np.ndarray, draws: int) -> az.I
     return az.InferenceData(**groups, **extra), counts
 
 
-@contextmanager
-def _initial_values(model: pm.Model, start: dict[str, float]):
-    """The model's initial values set to ``start`` for the duration: unlike ``pm.sample``'s
-    ``initvals``, every NUTS implementation (nutpie included) starts from them."""
+def _cuts(basins: list[Basin]) -> list[float]:
+    """The radii where the intervals of neighbouring ``basins`` (sorted by radius) meet: the
+    geometric midpoint of the outermost grid cells between them, where the grid's cell masses
+    split."""
+    return [float(np.sqrt(left.high * right.low)) for left, right in pairwise(basins)]
+
+
+def _intervals(basins: list[Basin], transform) -> list[tuple[float | None, float | None]]:
+    """Each of ``basins`` (sorted by radius) as an interval of the radius's value in
+    ``transform``'s space, between the :func:`_cuts`; the outer ends are open (``None``)."""
+
+    def forward(radius: float) -> float:
+        radius = np.float64(radius)
+        return float(radius if transform is None else transform.forward(radius).eval())
+
+    cuts = [forward(cut) for cut in _cuts(basins)]
+    if forward(basins[0].radius) > forward(basins[-1].radius):  # a decreasing transform
+        return list(zip([*cuts, None], [None, *cuts], strict=True))
+    return list(zip([None, *cuts], [*cuts, None], strict=True))
+
+
+def _restricted(model: pm.Model, name: str, interval, start: dict[str, float]) -> pm.Model:
+    """A copy of ``model`` whose variable ``name`` is confined to ``interval`` of its value (its
+    value transform followed by an interval transform; the densities are unchanged inside it),
+    starting at ``start`` (set as the model's initial values: nutpie ignores ``pm.sample``'s
+    ``initvals``)."""
+    original = model.rvs_to_transforms[model[name]]
+    confine = Interval(*interval)
+    transform = confine if original is None else ChainedTransform([original, confine])
+    # PyMC copies only models without initial values (sle_priors sets them): drop them meanwhile.
     saved = dict(model.rvs_to_initial_values)
     try:
-        for name, value in start.items():
-            model.set_initval(model[name], value)
-        yield
+        model.rvs_to_initial_values.update(dict.fromkeys(saved))
+        restricted = change_value_transforms(model, {name: transform})
     finally:
-        model.rvs_to_initial_values.clear()
         model.rvs_to_initial_values.update(saved)
+    for key, value in start.items():
+        restricted.set_initval(restricted[key], value)
+    return restricted
 
 
 def sample_basins(
@@ -85,9 +121,10 @@ def sample_basins(
 
     With one such basin this is ``pm.sample(draws, tune=tune, chains=chains, ...)`` (the chains
     start in it, as :func:`~pymc_sle.inference.priors.sle_priors` arranged). With several, each
-    basin is sampled by ``chains`` chains started at its highest grid cell, and the draws are pooled
-    in proportion to the basins' grid masses (module notes). ArviZ's r-hat and ESS of the pooled
-    chains do not measure convergence; :func:`basin_diagnostics` gives each basin's.
+    basin is sampled by ``chains`` chains confined to its radius interval and started at its
+    highest grid cell, and the draws are pooled in proportion to the basins' grid masses (module
+    notes). ArviZ's r-hat and ESS of the pooled chains do not measure convergence;
+    :func:`basin_diagnostics` gives each basin's.
 
     Parameters
     ----------
@@ -103,7 +140,8 @@ def sample_basins(
         remove every divergence: 0.9 gave 14 and 0 on the W2-image example's model, 0.8 gave 4
         and 1 (``benchmarks/results/studies/example_mixing.md``).
     min_mass : float, default 0.01
-        Basins with less posterior mass are not sampled (their mass is given to the others).
+        Basins with less posterior mass are not sampled: they lie in the interval of a sampled
+        neighbour, whose weight includes their mass.
     random_seed : int, optional
         Seed; basin ``b`` uses ``random_seed + b``.
     model : pymc.Model, optional
@@ -114,11 +152,12 @@ def sample_basins(
     Returns
     -------
     arviz.InferenceData
-        ``posterior`` and ``sample_stats`` with ``chains`` chains; with several basins, their
-        ``attrs`` hold ``basin_radius``, ``basin_weight``, ``basin_draws`` and each basin's
-        ``basin_r_hat_max``, ``basin_ess_bulk_min``, ``basin_ess_tail_min`` and
-        ``basin_outside``, the share of its chains' draws outside it: when that exceeds 5 % a
-        warning says the pooling is biased (the basins are not separated for NUTS).
+        ``posterior`` and ``sample_stats`` with ``chains`` chains; with several basins (in
+        order of radius), their ``attrs`` hold ``basin_radius``, ``basin_weight``,
+        ``basin_draws``, ``basin_cuts`` (the radii where neighbouring intervals meet) and each
+        basin's ``basin_r_hat_max``, ``basin_ess_bulk_min``, ``basin_ess_tail_min`` and
+        ``basin_divergences`` (all of its chains' draws: the pooled ``sample_stats`` keep only
+        the thinned ones).
 
     Raises
     ------
@@ -142,42 +181,41 @@ def sample_basins(
                   model=model, **sample_kwargs)  # fmt: skip
     if len(basins) <= 1:
         return pm.sample(random_seed=random_seed, **common)
-    watched = priors.var_names(model)
+    basins.sort(key=lambda b: b.radius)
     radius = priors["radius"].name
-    fits, diagnostics, outside = [], [], []
-    for b, basin in enumerate(basins):
+    intervals = _intervals(basins, model.rvs_to_transforms[model[radius]])
+    watched = priors.var_names(model)
+    fits, diagnostics = [], []
+    for b, (basin, interval) in enumerate(zip(basins, intervals, strict=True)):
         seed = None if random_seed is None else random_seed + b
-        with _initial_values(model, basin.start):
-            fit = pm.sample(random_seed=seed, **common)
+        restricted = _restricted(model, radius, interval, basin.start)
+        common["model"] = restricted
+        fit = pm.sample(random_seed=seed, **common)
         summary = az.summary(fit, var_names=watched, round_to="none")
         fits.append(fit)
-        draws_radius = fit.posterior[radius].values
-        outside.append(float(np.mean((draws_radius < basin.low) | (draws_radius > basin.high))))
+        diverging = fit.sample_stats.get("diverging")
         diagnostics.append((summary["r_hat"].max(), summary["ess_bulk"].min(),
-                            summary["ess_tail"].min()))  # fmt: skip
-    weights = np.array([b.mass for b in basins])
+                            summary["ess_tail"].min(),
+                            0 if diverging is None else int(diverging.sum())))  # fmt: skip
+    cuts = _cuts(basins)
+    # A basin too light to sample lies in a sampled one's interval, which holds its mass too.
+    weights = np.zeros(len(basins))
+    np.add.at(weights, np.searchsorted(cuts, [b.radius for b in priors.basins]),
+              [b.mass for b in priors.basins])  # fmt: skip
     weights /= weights.sum()
     pooled, counts = _pool(fits, weights, draws)
-    attrs = {
-        "basin_radius": [b.radius for b in basins],
-        "basin_weight": weights.tolist(),
-        "basin_r_hat_max": [float(d[0]) for d in diagnostics],
-        "basin_ess_bulk_min": [float(d[1]) for d in diagnostics],
-        "basin_ess_tail_min": [float(d[2]) for d in diagnostics],
-        "basin_draws": counts.tolist(),
-        "basin_outside": outside,
-    }
-    pooled.posterior.attrs.update(attrs)
-    strays = [f"r = {b.radius:.3g}: {100 * o:.0f} %" for b, o in zip(basins, outside, strict=True)
-              if o > _STRAY]  # fmt: skip
-    if strays:
-        warnings.warn(
-            "Chains left the radius basin they were started in (share of draws outside it: "
-            f"{', '.join(strays)}), so the basins are not separated for NUTS and pooling them by "
-            "their grid mass counts some of the posterior twice. Sample with pm.sample instead.",
-            UserWarning,
-            stacklevel=2,
-        )
+    pooled.posterior.attrs.update(
+        {
+            "basin_radius": [b.radius for b in basins],
+            "basin_weight": weights.tolist(),
+            "basin_cuts": cuts,
+            "basin_r_hat_max": [float(d[0]) for d in diagnostics],
+            "basin_ess_bulk_min": [float(d[1]) for d in diagnostics],
+            "basin_ess_tail_min": [float(d[2]) for d in diagnostics],
+            "basin_divergences": [d[3] for d in diagnostics],
+            "basin_draws": counts.tolist(),
+        }
+    )
     return pooled
 
 

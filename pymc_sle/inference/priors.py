@@ -56,6 +56,12 @@ _FINE_GRID = {"n_radius": 32, "n_ls": 40}
 #: would spread the fine radii too thin (on Teddy a 0.2 % basin at radius 50 left 4 fine cells
 #: for the posterior's bulk near 22).
 _FINE_TAIL = 1e-4
+#: Cells of each of eta and sigma on the grid that weighs several basins. Their posteriors are
+#: narrow (sd of log eta 0.16 on the strings' split 2), and 16 cells over [1e-3, 3] * std(y) are
+#: 0.53 wide. There the ridge basin got 13.6 % of the mass with 16 cells, 19.3 % with 64, and
+#: 18.8 % with 128 radii x 128 length scales x 32 x 32; 96 radii or 96 length scales with 16
+#: scale cells still gave 13.6-13.8 %. One more pass of the fine grid, only with several basins.
+_WEIGHING_SCALES = 64
 #: Mass outside the start basin above which ``sle_priors`` warns.
 _UNREACHED_MASS = 0.01
 #: Dips of the radius marginal shallower than this (nats) do not separate basins: NUTS crosses
@@ -122,6 +128,9 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
     }
     grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_START_GRID["n_scale"])
     basins = grid.radius_modes(min_mass=0.0, barrier=_BARRIER)
+    if sum(b.mass >= _UNREACHED_MASS for b in basins) > 1:  # the masses weigh sample_basins' pool
+        grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_WEIGHING_SCALES)
+        basins = grid.radius_modes(min_mass=0.0, barrier=_BARRIER)
     start = grid.mode()["radius"]
     home = next(b for b in basins if b.low <= start <= b.high)
     if 1.0 - home.mass > _UNREACHED_MASS:
@@ -132,9 +141,10 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
         )
         warnings.warn(
             f"The radius posterior has more than one basin: the chains start in the one at "
-            f"r = {home.radius:.3g} ({100 * home.mass:.1f} % of the mass); {others} cannot be "
-            "reached by NUTS from there. Sample every basin with "
-            "pymc_sle.inference.sample_basins(priors), which pools them by their mass.",
+            f"r = {home.radius:.3g} ({100 * home.mass:.1f} % of the mass); {others} lie behind "
+            "dips NUTS crosses too rarely to mix. Sample every basin with "
+            "pymc_sle.inference.sample_basins(priors), which confines chains to each basin and "
+            "pools them by their mass.",
             UserWarning,
             stacklevel=3,
         )
@@ -195,14 +205,17 @@ def sle_priors(
     dips become trenches where NUTS diverges): as in the previous release, the variables are
     sampled on log scales centred at the coarse grid's mode, in units of half a grid cell (radius)
     or their posterior spread, and :func:`pymc_sle.inference.sample_basins` samples every basin.
+    Their masses, which weigh the pooled draws, come from one more pass over the fine grid with
+    64 cells (instead of 16) for each of ``eta`` and ``sigma``.
 
     Basins behind dips deeper than 3 nats that hold more than 1 % of the mass are reported by a
     warning and in ``basins``; :func:`pymc_sle.inference.sample_basins` samples each and pools
     them by their grid mass (it is ``pm.sample`` when there is one basin). The two grids cost
     2,048 eigendecompositions of the ``n x n`` training Gram matrix: with one BLAS thread, about
     1 s at n = 50, 8 s at n = 200 and 40 s at n = 400 (plus a few seconds, once per process, to
-    compile the kernel). ``start="prior"`` gives the first release's model: ``ls`` sampled
-    directly, chains started at the prior medians, jittered.
+    compile the kernel); with several basins, a third pass costs 1,280 more. ``start="prior"``
+    gives the first release's model: ``ls`` sampled directly, chains started at the prior
+    medians, jittered.
 
     Parameters
     ----------
@@ -259,20 +272,19 @@ def sle_priors(
     # trench, where leapfrog steps diverge (strings, split 2: r-hat 1.61, 122 divergences).
     # sample_basins then samples each basin as the first release did: on log scales centred
     # at the coarse grid's mode (strings, split 2: r-hat 1.008 with nutpie). Centring on the fine
-    # grid instead gave r-hat 1.056 there.
+    # grid instead gave r-hat 1.056 there. The basins, their masses and starts come from the
+    # fine grid (with finer eta and sigma cells to weigh them: _WEIGHING_SCALES).
     straighten = sum(b.mass >= _UNREACHED_MASS for b in found) <= 1
     ridge = Ridge(grid) if straighten else None
-    if not straighten:
-        grid = coarse
-        found = _reported(coarse.radius_modes(min_mass=0.0, barrier=_BARRIER))
+    centre = grid if straighten else coarse
 
     def sampled(point: dict[str, float]) -> dict[str, float]:
         return _sampled_start(point, ridge) if straighten else point
 
-    at = sampled(grid.mode())
+    at = sampled(centre.mode())
 
     def centred(name: str, spread: float) -> dict:
-        axis = getattr(grid, "ls" if name == "ls_rel" else name)
+        axis = getattr(centre, "ls" if name == "ls_rel" else name)
         half_step = 0.5 * float(np.log(axis[1] / axis[0]))
         return {
             "initval": at[name],
@@ -280,9 +292,9 @@ def sle_priors(
         }
 
     variables = {
-        "eta": pm.HalfNormal(names["eta"], sigma=scale, **centred("eta", grid.log_spread("eta"))),
+        "eta": pm.HalfNormal(names["eta"], sigma=scale, **centred("eta", centre.log_spread("eta"))),
         "sigma": pm.HalfNormal(
-            names["sigma"], sigma=scale, **centred("sigma", grid.log_spread("sigma"))
+            names["sigma"], sigma=scale, **centred("sigma", centre.log_spread("sigma"))
         ),
     }
     if straighten:
@@ -305,7 +317,7 @@ def sle_priors(
         ls = pm.Deterministic(names["ls"], pt.exp(on_ridge) * ls_rel)
     else:
         radius = pm.LogNormal(names["radius"], **radius_prior, **centred("radius", 0.0))
-        ls = pm.LogNormal(names["ls"], **ls_prior, **centred("ls", grid.log_spread("ls")))
+        ls = pm.LogNormal(names["ls"], **ls_prior, **centred("ls", centre.log_spread("ls")))
     basins = tuple(
         Basin(b.radius, b.mass, b.low, b.high,
               {names[k]: v for k, v in sampled(grid.mode((b.low, b.high))).items()})
