@@ -1,6 +1,9 @@
 """Built-in data sets: the SAXS simulator, detector binning, mesh targets."""
 
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -104,6 +107,23 @@ def test_matern_field_is_a_seeded_gp_draw(sphere_path):
     # The prior variance averages sd**2 over the vertices: check across draws.
     draws = np.array([matern_field(sphere_path, ls=0.5, sd=10.0, seed=s).f for s in range(20)])
     np.testing.assert_allclose(np.mean(draws**2), 100.0, rtol=0.25)
+
+
+def test_matern_field_on_a_symmetric_mesh_is_the_same_for_any_blas_thread_count(sphere_path):
+    """The icosphere's eigenvalues come in degenerate clusters, whose eigenbasis (and some
+    eigenvectors' signs) LAPACK returned differently with 1 and 2 threads: a different field."""
+    pytest.importorskip("robust_laplacian")
+    code = (
+        "import sys, numpy as np; from pymc_sle.datasets import matern_field; "
+        f"np.save(sys.argv[1], matern_field({str(sphere_path)!r}, ls=0.5, seed=1).f)"
+    )
+    fields = []
+    for threads in ("1", "2"):
+        out = sphere_path.parent / f"field_{threads}.npy"
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
+        subprocess.run([sys.executable, "-c", code, out], env=env, check=True)
+        fields.append(np.load(out))
+    np.testing.assert_allclose(fields[0], fields[1], atol=1e-8 * np.abs(fields[0]).max())
 
 
 def test_geodesic_sine_field(sphere_path):

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from pymc_sle.distances._geodesic import Mesh, geodesic, load_mesh
 from pymc_sle.kernels.spectral import laplace_beltrami, matern_spectrum
@@ -61,7 +62,9 @@ def matern_field(
     Laplace--Beltrami eigenpair of the mesh (:func:`pymc_sle.kernels.spectral.laplace_beltrami`,
     GeometricKernels' normalisation, so the prior variance averages ``sd**2`` over the vertices),
     :math:`z_j \sim N(0, 1)`; then ``y = f + noise_sd * N(0, 1)``. Exact for meshes small
-    enough for a dense eigendecomposition (Teddy: 1,598 vertices, about a second).
+    enough for a dense eigendecomposition (Teddy: 1,598 vertices, about a second). The
+    eigendecomposition runs on one BLAS thread, so a seed gives one field whatever the thread
+    count (on a symmetric mesh the eigenbasis LAPACK returns depends on it).
 
     Parameters
     ----------
@@ -83,7 +86,11 @@ def matern_field(
         raise ValueError(f"`sd` must be > 0, but got {sd!r}")
     if not np.isfinite(noise_sd) or noise_sd < 0:
         raise ValueError(f"`noise_sd` must be >= 0, but got {noise_sd!r}")
-    pairs = laplace_beltrami(mesh.vertices, mesh.faces, mesh.n_vertices)
+    # Within a degenerate eigenvalue cluster (a symmetric mesh: the icosphere) any orthonormal
+    # basis is an eigenbasis, and the one LAPACK returns, with the signs of some eigenvectors,
+    # changed with the BLAS thread count: so did the "seeded" draw. One thread makes it one.
+    with threadpool_limits(limits=1, user_api="blas"):
+        pairs = laplace_beltrami(mesh.vertices, mesh.faces, mesh.n_vertices)
     weights = matern_spectrum(pairs.eigenvalues, ls=ls, nu=nu)
     rng = np.random.default_rng(seed)
     f = sd * pairs.eigenvectors @ (np.sqrt(weights) * rng.standard_normal(weights.size))
