@@ -95,6 +95,22 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     assert "| one_d / pymc | r-hat <= 1.01 |" in text
 
 
+def test_nuts_convergence_runs_only_the_splits_asked_for(tmp_path, distance_cache):
+    args = ["--benchmarks", "one_d", "--samplers", "pymc", "--models", "SLE", "--splits", "2",
+            "--cache", distance_cache]  # fmt: skip
+    run_quick("nuts_convergence", tmp_path, *args, "--only-splits", "1")
+    rows = list(csv.DictReader((tmp_path / "nuts_convergence_quick.csv").open()))
+    assert [(r["split"], r["model"]) for r in rows] == [("1", "SLE")]
+
+
+def test_nuts_convergence_rejects_splits_it_does_not_have(tmp_path, capsys):
+    from benchmarks.nuts_convergence import main
+
+    with pytest.raises(SystemExit):
+        main(["--quick", "--out", str(tmp_path), "--splits", "2", "--only-splits", "0", "2"])
+    assert "--only-splits must be in [0, 2), but got [2]" in capsys.readouterr().err
+
+
 def test_nuts_convergence_targets_report_each_figure():
     from benchmarks.nuts_convergence import SAMPLED_AS, _with_new_columns, aggregate, targets
 
