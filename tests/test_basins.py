@@ -11,7 +11,7 @@ import pymc_sle as sle
 from pymc_sle.evaluation.holdout import convergence
 from pymc_sle.inference import basin_diagnostics, sample_basins
 from pymc_sle.inference._transforms import CenteredLog
-from pymc_sle.inference.basins import _intervals
+from pymc_sle.inference.basins import _cuts, _intervals
 from pymc_sle.priors import Basin, SLEPriors, sle_priors
 
 SAMPLE = dict(draws=200, tune=200, chains=2, cores=1, progressbar=False,
@@ -183,7 +183,7 @@ def test_basin_intervals_in_the_radius_value_transform_space():
     basins = [Basin(r, 0.25, r / 1.5, r * 1.5, {}) for r in (1.0, 4.0, 16.0)]
     transform = CenteredLog(2.0, 0.5)
     cuts = (np.log([np.sqrt(1.5 * 4 / 1.5), np.sqrt(6.0 * 16 / 1.5)]) - np.log(2.0)) / 0.5
-    intervals = _intervals(basins, transform)
+    intervals = _intervals(basins, _cuts(basins), transform)
     assert [i[0] for i in intervals][1:] == pytest.approx(cuts)
     assert [i[1] for i in intervals][:-1] == pytest.approx(cuts)
     assert intervals[0][0] is None and intervals[-1][1] is None

@@ -71,15 +71,15 @@ def _cuts(basins: list[Basin]) -> list[float]:
     return [float(np.sqrt(left.high * right.low)) for left, right in pairwise(basins)]
 
 
-def _intervals(basins: list[Basin], transform) -> list[tuple[float | None, float | None]]:
+def _intervals(basins: list[Basin], cuts: list[float], transform) -> list[tuple]:
     """Each of ``basins`` (sorted by radius) as an interval of the radius's value in
-    ``transform``'s space, between the :func:`_cuts`; the outer ends are open (``None``)."""
+    ``transform``'s space, between their :func:`_cuts`; the outer ends are open (``None``)."""
 
     def forward(radius: float) -> float:
         radius = np.float64(radius)
         return float(radius if transform is None else transform.forward(radius).eval())
 
-    cuts = [forward(cut) for cut in _cuts(basins)]
+    cuts = [forward(cut) for cut in cuts]
     if forward(basins[0].radius) > forward(basins[-1].radius):  # a decreasing transform
         return list(zip([*cuts, None], [None, *cuts], strict=True))
     return list(zip([None, *cuts], [*cuts, None], strict=True))
@@ -183,7 +183,8 @@ def sample_basins(
         return pm.sample(random_seed=random_seed, **common)
     basins.sort(key=lambda b: b.radius)
     radius = priors["radius"].name
-    intervals = _intervals(basins, model.rvs_to_transforms[model[radius]])
+    cuts = _cuts(basins)
+    intervals = _intervals(basins, cuts, model.rvs_to_transforms[model[radius]])
     watched = priors.var_names(model)
     fits, diagnostics = [], []
     for b, (basin, interval) in enumerate(zip(basins, intervals, strict=True)):
@@ -197,7 +198,6 @@ def sample_basins(
         diagnostics.append((summary["r_hat"].max(), summary["ess_bulk"].min(),
                             summary["ess_tail"].min(),
                             0 if diverging is None else int(diverging.sum())))  # fmt: skip
-    cuts = _cuts(basins)
     # A basin too light to sample lies in a sampled one's interval, which holds its mass too.
     weights = np.zeros(len(basins))
     np.add.at(weights, np.searchsorted(cuts, [b.radius for b in priors.basins]),
