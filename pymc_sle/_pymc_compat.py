@@ -12,7 +12,7 @@ from pymc.distributions.transforms import Interval
 
 from pymc_sle._validation import constant_value
 
-__all__ = ["build_marginal_likelihood", "constant_upper_bound"]
+__all__ = ["build_conditional_marginals", "build_marginal_likelihood", "constant_upper_bound"]
 
 
 def constant_upper_bound(variable) -> float | None:
@@ -40,3 +40,12 @@ def build_marginal_likelihood(gp: pm.gp.Marginal, X, noise_func, jitter):
     ``pm.gp.Marginal._build_marginal_likelihood``: the mean at ``X`` and ``K(X, X) + noise``,
     jittered, exactly as ``pm.gp.Marginal.marginal_likelihood`` builds them."""
     return gp._build_marginal_likelihood(X=X, noise_func=noise_func, jitter=jitter)
+
+
+def build_conditional_marginals(gp: pm.gp.Marginal, Xnew, pred_noise: bool, jitter):
+    """``(mu, var)`` of a marginal GP's conditional at ``Xnew``, from the private
+    ``pm.gp.Marginal._build_conditional`` with ``diag=True``: the mean and the diagonal of the
+    covariance that :meth:`pymc.gp.Marginal.conditional` draws from jointly, conditioned on the
+    data given to ``gp.marginal_likelihood``. ``jitter`` stabilises the training covariance."""
+    givens = gp._get_given_vals(None)
+    return gp._build_conditional(Xnew, pred_noise, True, *givens, jitter)

@@ -5,7 +5,11 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from pymc_sle._pymc_compat import build_marginal_likelihood, constant_upper_bound
+from pymc_sle._pymc_compat import (
+    build_conditional_marginals,
+    build_marginal_likelihood,
+    constant_upper_bound,
+)
 
 
 @pytest.mark.parametrize(
@@ -37,3 +41,21 @@ def test_build_marginal_likelihood_is_k_plus_noise_plus_jitter():
     expected = cov(X).eval() + (0.01 + 1e-6) * np.eye(5)
     np.testing.assert_allclose(K.eval(), expected, rtol=1e-12)
     np.testing.assert_allclose(mu.eval(), np.full(5, 2.0))
+
+
+@pytest.mark.parametrize("pred_noise", [False, True])
+def test_build_conditional_marginals_is_the_diagonal_of_the_joint_conditional(pred_noise):
+    # pm.gp.Marginal._build_conditional and _get_given_vals are private PyMC API.
+    rng = np.random.default_rng(0)
+    X, Xnew = rng.uniform(0, 1, (8, 1)), rng.uniform(0, 1, (5, 1))
+    y = np.sin(6 * X[:, 0])
+    with pm.Model():
+        gp = pm.gp.Marginal(mean_func=pm.gp.mean.Constant(0.5), cov_func=pm.gp.cov.Matern32(1, 0.3))
+        gp.marginal_likelihood("y", X=X, y=y, sigma=0.2)
+        mu, var = build_conditional_marginals(gp, Xnew, pred_noise, 1e-6)
+        mu_joint, cov_joint = gp.predict(Xnew, point={}, diag=False, pred_noise=pred_noise)
+    np.testing.assert_allclose(mu.eval(), mu_joint, rtol=1e-10)
+    # The joint latent covariance is stabilised with the jitter on its diagonal; the marginals
+    # are not (``fit_and_score`` adds it itself).
+    jitter = 0.0 if pred_noise else 1e-6
+    np.testing.assert_allclose(var.eval(), np.diag(cov_joint) - jitter, rtol=1e-8, atol=1e-12)

@@ -1,0 +1,28 @@
+"""``fit_and_score``'s prediction: independent draws from the conditional's marginals."""
+
+import numpy as np
+import pymc as pm
+import pytest
+from pymc.gp.util import JITTER_DEFAULT
+
+from pymc_sle.evaluation.holdout import _marginal_predictive
+
+
+@pytest.mark.parametrize("pred_noise", [False, True])
+def test_marginal_predictive_draws_match_the_conditional_marginals(pred_noise):
+    rng = np.random.default_rng(1)
+    X, Xnew = rng.uniform(0, 1, (10, 1)), np.linspace(-0.2, 1.2, 6)[:, None]
+    y = np.cos(5 * X[:, 0])
+    with pm.Model():
+        gp = pm.gp.Marginal(cov_func=0.8**2 * pm.gp.cov.ExpQuad(1, ls=0.25))
+        gp.marginal_likelihood("y", X=X, y=y, sigma=0.3)
+        mean, var = gp.predict(Xnew, point={}, diag=True, pred_noise=pred_noise)
+        draws = pm.draw(_marginal_predictive(gp, "y_new", Xnew, pred_noise), 20_000, random_seed=2)
+    sd = np.sqrt(var + (0.0 if pred_noise else JITTER_DEFAULT))
+    assert draws.shape == (20_000, 6)
+    # Monte-Carlo error of the mean is sd / sqrt(20000) ~ 0.007 sd; of the sd, ~0.005 sd.
+    np.testing.assert_allclose(draws.mean(axis=0), mean, atol=float(0.03 * sd.max()))
+    np.testing.assert_allclose(draws.std(axis=0), sd, rtol=0.03)
+    # Independent across points: joint draws of nearby inputs would correlate strongly.
+    corr = np.corrcoef(draws.T)[np.triu_indices(6, 1)]
+    assert np.abs(corr).max() < 0.05
