@@ -25,11 +25,14 @@ bunny         bunny geodesic sine         400     Matern-3/2  Raw-distance embed
 strings       evolving sequences, edit    200     Matern-3/2  Raw-distance embedding
 ============  ==========================  ======  ==========  ===============================
 
-Per fit (one row of the CSV): wall time of the start search (``setup_s``) and of sampling with
-compilation (``sampling_s``), largest r-hat, smallest bulk and tail ESS, min-ESS/s (smallest bulk
-ESS over the total wall time), divergences, RMSE, CRPS, PICP (95 %), NLPD, whether
-``sle_priors`` warned that the radius posterior has basins one start cannot reach, and how many
-basins were sampled (r-hat and ESS are then the worst over the basins' own chains).
+Per fit (one row of the CSV): wall time of the start search (``setup_s``), of sampling with
+compilation (``sampling_s``) and of prediction and scoring (``predict_s``; draws from the
+predictive marginals at every test point), the mean number of leapfrog steps -- gradient
+evaluations -- per draw (``steps_per_draw``), largest r-hat, smallest bulk and tail ESS,
+min-ESS/s (smallest bulk ESS over the total wall time), divergences, RMSE, CRPS, PICP (95 %),
+NLPD, whether ``sle_priors`` warned that the radius posterior has basins one start cannot
+reach, and how many basins were sampled (r-hat and ESS are then the worst over the basins' own
+chains).
 
 The run resumes: every finished fit is appended to the CSV at once, and fits already there are
 skipped, so it can be done in pieces (``--benchmarks``, ``--samplers``, ``--models``,
@@ -73,7 +76,8 @@ TEDDY_400_WALL_S, FVGP_SPEEDUP = 600.0, 10.0
 FIELDS = [
     "benchmark", "split", "model", "spec", "sampler", "n_train", "setup_s", "sampling_s", "wall_s",
     "r_hat_max", "ess_bulk_min", "ess_tail_min", "min_ess_per_s", "divergences",
-    "rmse", "crps", "picp", "nlpd", "multimodal_warning", "basins", "sampled_as",
+    "rmse", "crps", "picp", "nlpd", "multimodal_warning", "basins", "sampled_as", "predict_s",
+    "steps_per_draw",
 ]  # fmt: skip
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
@@ -105,8 +109,11 @@ PREVIOUS_SAMPLED_AS = (
 
 def _with_new_columns(row: dict) -> dict:
     """A row of a results file written before a column was added, with that column filled in."""
-    row = {"basins": 1, **row}
+    row = {"basins": 1, "steps_per_draw": "nan", **row}
     row.setdefault("sampled_as", FIRST_SAMPLED_AS if row["model"] == "SLE" else "")
+    if "predict_s" not in row:  # wall = setup + sampling + prediction and scoring
+        wall, setup, sampling = (float(row[k]) for k in ("wall_s", "setup_s", "sampling_s"))
+        row["predict_s"] = wall - setup - sampling
     return row
 
 
@@ -250,6 +257,8 @@ def fit(bench: Benchmark, ctx: Context, model_name: str, settings: NutsSettings)
         result = fit_and_score(model, gp, ctx.X_test, y_test - offset, settings, priors=priors)
     wall = setup + result.seconds
     d = result.diagnostics
+    stats = result.idata.sample_stats  # leapfrog steps = gradient evaluations
+    steps = float(stats["n_steps"].mean()) if "n_steps" in stats else float("nan")
     return {
         "benchmark": bench.name, "split": ctx.trial.draw, "model": model_name,
         "spec": "SLE" if model_name == "SLE" else bench.baseline.name,
@@ -257,6 +266,7 @@ def fit(bench: Benchmark, ctx: Context, model_name: str, settings: NutsSettings)
         "sampling_s": result.sampling_seconds, "wall_s": wall, **d,
         "min_ess_per_s": d["ess_bulk_min"] / wall, **result.scores,
         "multimodal_warning": warning, "sampled_as": _sampled_as(model_name),
+        "predict_s": result.seconds - result.sampling_seconds, "steps_per_draw": steps,
     }  # fmt: skip
 
 
@@ -315,7 +325,7 @@ def run(args, settings: NutsSettings, csv_path: Path) -> None:
 
 def read_rows(path: Path) -> list[dict]:
     with path.open() as f:
-        rows = list(csv.DictReader(f))
+        rows = list(map(_with_new_columns, csv.DictReader(f)))
     for r in rows:
         for k in FIELDS:
             if k not in ("benchmark", "model", "spec", "sampler", "multimodal_warning",
@@ -456,11 +466,13 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
     )  # fmt: skip
     per_fit = _table(
         ["benchmark", "split", "model", "sampler", "sampled as", "basins", "r̂ max", "bulk ESS",
-         "div.", "wall (s)", "PICP", "RMSE"],
+         "div.", "wall (s)", "sampling (s)", "prediction (s)", "steps/draw", "PICP", "RMSE"],
         [[r["benchmark"], int(r["split"]), r["spec"], r["sampler"], r["sampled_as"] or "-",
           int(r["basins"]),
           f"{r['r_hat_max']:.3f}",
           f"{r['ess_bulk_min']:.0f}", int(r["divergences"]), f"{r['wall_s']:.0f}",
+          f"{r['sampling_s']:.0f}", f"{r['predict_s']:.0f}",
+          "-" if np.isnan(r["steps_per_draw"]) else f"{r['steps_per_draw']:.1f}",
           f"{r['picp']:.3f}", f"{r['rmse']:.4g}"] for r in rows],
     )  # fmt: skip
     target_table = _table(

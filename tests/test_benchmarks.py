@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from conftest import run_module
 
@@ -88,11 +89,24 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     ]
     for r in rows:
         assert float(r["wall_s"]) > float(r["sampling_s"]) > 0
+        parts = sum(float(r[k]) for k in ("setup_s", "sampling_s", "predict_s"))
+        assert float(r["predict_s"]) > 0 and parts == pytest.approx(float(r["wall_s"]))
+        assert float(r["steps_per_draw"]) >= 1  # PyMC's NUTS reports its leapfrog steps
         assert 0 <= float(r["picp"]) <= 1 and float(r["rmse"]) > 0 and float(r["r_hat_max"]) > 0
     run_quick("nuts_convergence", tmp_path, *args)  # resumes: every fit is already there
     assert len(list(csv.DictReader(csv_path.open()))) == 2
     text = (tmp_path / "nuts_convergence_quick.md").read_text()
     assert "| one_d / pymc | r-hat <= 1.01 |" in text
+
+
+def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
+    from benchmarks.nuts_convergence import _with_new_columns
+
+    old = {"model": "SLE", "wall_s": "100.0", "setup_s": "10.0", "sampling_s": "60.0"}
+    row = _with_new_columns(old)
+    assert row["predict_s"] == pytest.approx(30.0)  # what the wall held besides the two
+    assert np.isnan(float(row["steps_per_draw"])) and row["basins"] == 1
+    assert row["sampled_as"] == "centred log"
 
 
 def test_nuts_convergence_runs_only_the_splits_asked_for(tmp_path, distance_cache):
@@ -117,7 +131,8 @@ def test_nuts_convergence_targets_report_each_figure():
     def row(split, r_hat, picp, divergences=0, sampled_as=SAMPLED_AS):
         return {"benchmark": "teddy_400", "split": split, "model": "SLE", "spec": "SLE",
                 "sampler": "pymc", "r_hat_max": r_hat, "ess_bulk_min": 500.0,
-                "ess_tail_min": 450.0, "divergences": divergences, "wall_s": 700.0,
+                "ess_tail_min": 450.0, "divergences": divergences, "setup_s": 50.0,
+                "sampling_s": 600.0, "wall_s": 700.0,
                 "min_ess_per_s": 500.0 / 700.0, "rmse": 1.0, "crps": 0.5, "picp": picp,
                 "nlpd": 1.0, "multimodal_warning": "", "basins": 1,
                 "sampled_as": sampled_as}  # fmt: skip
