@@ -77,7 +77,7 @@ FIELDS = [
     "benchmark", "split", "model", "spec", "sampler", "n_train", "setup_s", "sampling_s", "wall_s",
     "r_hat_max", "ess_bulk_min", "ess_tail_min", "min_ess_per_s", "divergences",
     "rmse", "crps", "picp", "nlpd", "multimodal_warning", "basins", "sampled_as", "predict_s",
-    "steps_per_draw",
+    "steps_per_draw", "mass_matrix",
 ]  # fmt: skip
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
@@ -107,9 +107,15 @@ PREVIOUS_SAMPLED_AS = (
 )
 
 
+#: The mass matrix each sampler adapts under ``sample_basins`` (the baselines: PyMC's diagonal).
+#: nutpie's was diagonal too until ``sample_basins`` gave it the low-rank modified one
+#: (``pymc_sle.inference.basins.NUTPIE_DEFAULTS``); its fits with the diagonal one are kept.
+MASS_MATRIX = {"pymc": "diagonal", "nutpie": "low-rank"}
+
+
 def _with_new_columns(row: dict) -> dict:
     """A row of a results file written before a column was added, with that column filled in."""
-    row = {"basins": 1, "steps_per_draw": "nan", **row}
+    row = {"basins": 1, "steps_per_draw": "nan", "mass_matrix": "diagonal", **row}
     row.setdefault("sampled_as", FIRST_SAMPLED_AS if row["model"] == "SLE" else "")
     if "predict_s" not in row:  # wall = setup + sampling + prediction and scoring
         wall, setup, sampling = (float(row[k]) for k in ("wall_s", "setup_s", "sampling_s"))
@@ -119,6 +125,19 @@ def _with_new_columns(row: dict) -> dict:
 
 def _sampled_as(model_name: str) -> str:
     return SAMPLED_AS if model_name == "SLE" else ""
+
+
+def _mass_matrix(model_name: str, sampler: str) -> str:
+    return MASS_MATRIX[sampler] if model_name == "SLE" else "diagonal"
+
+
+def _is_current(entry: dict) -> bool:
+    """A fit (or group of fits) of the current default: its sampled variables and mass matrix."""
+    model, sampler = entry["model"], entry["sampler"]
+    return (entry["sampled_as"], entry["mass_matrix"]) == (
+        _sampled_as(model),
+        _mass_matrix(model, sampler),
+    )
 
 
 @dataclass
@@ -267,6 +286,7 @@ def fit(bench: Benchmark, ctx: Context, model_name: str, settings: NutsSettings)
         "min_ess_per_s": d["ess_bulk_min"] / wall, **result.scores,
         "multimodal_warning": warning, "sampled_as": _sampled_as(model_name),
         "predict_s": result.seconds - result.sampling_seconds, "steps_per_draw": steps,
+        "mass_matrix": _mass_matrix(model_name, settings.nuts_sampler),
     }  # fmt: skip
 
 
@@ -275,7 +295,14 @@ def done_keys(path: Path) -> set[tuple]:
         return set()
     with path.open() as f:
         return {
-            (r["benchmark"], int(r["split"]), r["model"], r["sampler"], r["sampled_as"])
+            (
+                r["benchmark"],
+                int(r["split"]),
+                r["model"],
+                r["sampler"],
+                r["sampled_as"],
+                r["mass_matrix"],
+            )
             for r in map(_with_new_columns, csv.DictReader(f))
         }
 
@@ -308,7 +335,8 @@ def run(args, settings: NutsSettings, csv_path: Path) -> None:
             for model in ("SLE", "baseline")
             for sampler in (args.samplers if model == "SLE" else ("pymc",))
             if model in args.models
-            and (name, split, model, sampler, _sampled_as(model)) not in done
+            and (name, split, model, sampler, _sampled_as(model), _mass_matrix(model, sampler))
+            not in done
         ]
         if not todo:
             continue
@@ -329,7 +357,7 @@ def read_rows(path: Path) -> list[dict]:
     for r in rows:
         for k in FIELDS:
             if k not in ("benchmark", "model", "spec", "sampler", "multimodal_warning",
-                         "sampled_as"):  # fmt: skip
+                         "sampled_as", "mass_matrix"):  # fmt: skip
                 r[k] = float(r[k])
     return rows
 
@@ -342,23 +370,29 @@ def _fvgp_min_ess_per_s() -> float | None:
 
 
 def aggregate(rows: list[dict]) -> list[dict]:
-    """One entry per (benchmark, model, sampler, sampled_as): worst diagnostics and mean scores
-    over splits."""
+    """One entry per (benchmark, model, sampler, sampled_as, mass_matrix): worst diagnostics and
+    mean scores over splits; per benchmark, the current default first."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        key = (r["benchmark"], r["model"], r["sampler"], r["sampled_as"])
+        key = (r["benchmark"], r["model"], r["sampler"], r["sampled_as"], r["mass_matrix"])
         groups.setdefault(key, []).append(r)
     order = {name: i for i, name in enumerate(BENCHMARKS)}
     current = {SAMPLED_AS: 0, "": 0} | {
         label: len(PREVIOUS_SAMPLED_AS) - i for i, label in enumerate(PREVIOUS_SAMPLED_AS)
     }
+
+    def rank(key):
+        bench, model, sampler, sampled_as, mass_matrix = key
+        old_mass = mass_matrix != _mass_matrix(model, sampler)
+        return order[bench], current[sampled_as], old_mass, model, sampler
+
     out = []
-    for (bench, model, sampler, sampled_as), rs in sorted(
-        groups.items(), key=lambda kv: (order[kv[0][0]], current[kv[0][3]], kv[0][1:3])
+    for (bench, model, sampler, sampled_as, mass_matrix), rs in sorted(
+        groups.items(), key=lambda kv: rank(kv[0])
     ):
         out.append({
             "benchmark": bench, "model": model, "spec": rs[0]["spec"], "sampler": sampler,
-            "sampled_as": sampled_as, "splits": len(rs),
+            "sampled_as": sampled_as, "mass_matrix": mass_matrix, "splits": len(rs),
             "r_hat_max": max(r["r_hat_max"] for r in rs),
             "ess_bulk_min": min(r["ess_bulk_min"] for r in rs),
             "ess_tail_min": min(r["ess_tail_min"] for r in rs),
@@ -378,7 +412,7 @@ def targets(summary: list[dict], n_splits: int) -> list[dict]:
     out = []
     fvgp = _fvgp_min_ess_per_s()
     for s in summary:
-        if s["model"] != "SLE" or s["sampled_as"] != SAMPLED_AS:
+        if s["model"] != "SLE" or not _is_current(s):
             continue
         where = f"{s['benchmark']} / {s['sampler']}"
         complete = s["splits"] >= n_splits
@@ -401,7 +435,7 @@ def targets(summary: list[dict], n_splits: int) -> list[dict]:
             if not complete:
                 status += f" ({s['splits']} of {n_splits} splits)"
             out.append({"where": where, "target": target, "value": value, "status": status})
-    run = {s["benchmark"] for s in summary if s["model"] == "SLE" and s["sampled_as"] == SAMPLED_AS}
+    run = {s["benchmark"] for s in summary if s["model"] == "SLE" and _is_current(s)}
     for name in BENCHMARKS:
         if name not in run:
             out.append({"where": name, "target": "every target", "value": "-",
@@ -452,12 +486,14 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
     payload = {"settings": settings.__dict__, "splits": n_splits, "summary": summary,
                "targets": checks}  # fmt: skip
     (out / f"{stem}.json").write_text(json.dumps(payload, indent=2, default=float) + "\n")
-    figure([s for s in summary if s["sampled_as"] not in PREVIOUS_SAMPLED_AS], out / f"{stem}.png")
+    figure([s for s in summary if _is_current(s)], out / f"{stem}.png")
     table = _table(
-        ["benchmark", "model", "sampler", "sampled as", "splits", "r̂ max", "bulk ESS min",
+        ["benchmark", "model", "sampler", "mass matrix", "sampled as", "splits", "r̂ max",
+         "bulk ESS min",
          "tail ESS min", "div.", "wall (s, median)", "min-ESS/s", "RMSE", "CRPS", "PICP", "NLPD",
          "multi-basin"],
-        [[s["benchmark"], s["spec"], s["sampler"], s["sampled_as"] or "-", s["splits"],
+        [[s["benchmark"], s["spec"], s["sampler"], s["mass_matrix"], s["sampled_as"] or "-",
+          s["splits"],
           f"{s['r_hat_max']:.3f}",
           f"{s['ess_bulk_min']:.0f}", f"{s['ess_tail_min']:.0f}", s["divergences"],
           f"{s['wall_s']:.0f}", f"{s['min_ess_per_s']:.2f}", f"{s['rmse']:.4g}",
@@ -465,9 +501,11 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
          for s in summary],
     )  # fmt: skip
     per_fit = _table(
-        ["benchmark", "split", "model", "sampler", "sampled as", "basins", "r̂ max", "bulk ESS",
+        ["benchmark", "split", "model", "sampler", "mass matrix", "sampled as", "basins", "r̂ max",
+         "bulk ESS",
          "div.", "wall (s)", "sampling (s)", "prediction (s)", "steps/draw", "PICP", "RMSE"],
-        [[r["benchmark"], int(r["split"]), r["spec"], r["sampler"], r["sampled_as"] or "-",
+        [[r["benchmark"], int(r["split"]), r["spec"], r["sampler"], r["mass_matrix"],
+          r["sampled_as"] or "-",
           int(r["basins"]),
           f"{r['r_hat_max']:.3f}",
           f"{r['ess_bulk_min']:.0f}", int(r["divergences"]), f"{r['wall_s']:.0f}",
@@ -507,6 +545,9 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         f"`{GAMMA_NOISE_SAMPLED_AS}` is `{UNCUT_SAMPLED_AS}` with the noise prior "
         "`sigma ~ Gamma(2, 2.5 / std(y))` instead of `HalfNormal(std(y))`: tried, not adopted "
         "(fewer divergences on one example model, not on these benchmarks). "
+        "`mass matrix`: what NUTS adapts -- PyMC's diagonal one; nutpie's low-rank modified "
+        "one, the default `sample_basins` gives it (rows with nutpie's diagonal one are the "
+        "earlier default, kept as a record). "
         "The figure shows the current default and the baselines. "
         "What the script does: see its docstring.",
         "",

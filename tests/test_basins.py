@@ -82,6 +82,28 @@ def test_basins_below_min_mass_are_dropped_and_one_basin_is_pm_sample():
     assert basin_diagnostics(one) is None
 
 
+@pytest.mark.parametrize(
+    "passed, expected",
+    [
+        (None, {"low_rank_modified_mass_matrix": True}),
+        ({"low_rank_modified_mass_matrix": False}, {"low_rank_modified_mass_matrix": False}),
+        ({"store_divergences": True},
+         {"low_rank_modified_mass_matrix": True, "store_divergences": True}),
+    ],
+)  # fmt: skip
+def test_nutpie_gets_the_low_rank_mass_matrix_unless_told_otherwise(monkeypatch, passed, expected):
+    import pymc_sle.inference.basins as basins
+
+    seen = []
+    monkeypatch.setattr(basins.pm, "sample", lambda **kwargs: seen.append(kwargs))
+    model, priors = two_wells(weights=(1.0, 0.0))
+    extra = {} if passed is None else {"nuts_sampler_kwargs": passed}
+    sample_basins(priors, model=model, nuts_sampler="nutpie", **extra)
+    sample_basins(priors, model=model)  # PyMC's NUTS: nothing added
+    assert seen[0]["nuts_sampler_kwargs"] == expected
+    assert "nuts_sampler_kwargs" not in seen[1]
+
+
 def test_sample_basins_validates():
     model, priors = two_wells()
     with pytest.raises(TypeError, match=r"`priors` must be what pymc_sle\.priors\.sle_priors"):

@@ -135,7 +135,7 @@ def test_nuts_convergence_targets_report_each_figure():
                 "sampling_s": 600.0, "wall_s": 700.0,
                 "min_ess_per_s": 500.0 / 700.0, "rmse": 1.0, "crps": 0.5, "picp": picp,
                 "nlpd": 1.0, "multimodal_warning": "", "basins": 1,
-                "sampled_as": sampled_as}  # fmt: skip
+                "sampled_as": sampled_as, "mass_matrix": "diagonal"}  # fmt: skip
 
     # A fit of the first defaults, from a file written before the column existed: kept as a
     # record, apart, and not checked against the targets.
@@ -151,6 +151,14 @@ def test_nuts_convergence_targets_report_each_figure():
     assert status["PICP in [0.92, 0.97]"] == ("0.930-0.950", "met (2 of 3 splits)")
     assert status["wall <= 10 min"] == ("11.7 min", "missed (2 of 3 splits)")
     assert status["every target"] == ("-", "not run with the current default")  # e.g. one_d
+    # nutpie's fits are checked with the mass matrix sample_basins gives it, not the diagonal one.
+    nutpie = [{**row(0, 1.001, 0.95), "sampler": "nutpie", "mass_matrix": mass}
+              for mass in ("diagonal", "low-rank")]  # fmt: skip
+    nutpie[0].update(r_hat_max=1.3)
+    summary = aggregate(nutpie)
+    assert [s["mass_matrix"] for s in summary] == ["low-rank", "diagonal"]
+    checked = [c for c in targets(summary, n_splits=1) if c["target"] == "r-hat <= 1.01"]
+    assert [(c["where"], c["value"]) for c in checked] == [("teddy_400 / nutpie", "1.001")]
 
 
 def test_nuts_teddy_benchmark_quick(tmp_path, icosphere_obj):
