@@ -143,7 +143,9 @@ def sample_basins(
         example's model 0.8 gave 47 and 49 divergences in 4 x (1000 + 1000), 0.9 gave 3 and 0,
         with bulk ESS above 800 in all four fits and about 20 % more wall time. It does not
         remove every divergence: 0.9 gave 14 and 0 on the W2-image example's model, 0.8 gave 4
-        and 1 (``benchmarks/results/studies/example_mixing.md``).
+        and 1 (``benchmarks/results/studies/example_mixing.md``). Raise it to 0.95 when a fit
+        reports divergences: with nutpie's low-rank mass matrix on Teddy, n = 400, it removed
+        the 3 of split 0 at 1.8 times the leapfrog steps per draw.
     min_mass : float, default 0.01
         Basins with less posterior mass are not sampled: they lie in the interval of a sampled
         neighbour, whose weight includes their mass.
