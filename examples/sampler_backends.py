@@ -5,8 +5,10 @@ Choose a NUTS implementation -- PyMC, nutpie or NumPyro -- for an SLE model
 The same PyMC model runs on PyMC's own NUTS (C backend), nutpie (Rust, numba-compiled model) and
 NumPyro (JAX); ``pymc_sle`` registers numba and JAX versions of its operations, so nothing in the
 model changes but ``nuts_sampler=``. This script samples one SLE GP with each installed backend
-and prints wall time, effective samples per second and r-hat. Which is fastest depends on the
-model size and machine: measure on yours.
+and prints wall time, effective samples per second and r-hat. ``sample_basins`` gives nutpie its
+low-rank modified mass matrix, which follows the correlation of the amplitude with the length
+scale (PyMC and NumPyro adapt a diagonal one). Which is fastest depends on the model size and
+machine: measure on yours.
 
 Run: ``python examples/sampler_backends.py [--quick] [--samplers pymc nutpie numpyro]``
 
