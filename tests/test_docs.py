@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from sphinx_gallery.utils import get_md5sum
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,14 +32,24 @@ def _text(page: Path) -> str:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-q", "-b", "html",
-         "docs", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "PYMC_SLE_DOCS_OFFLINE": "1"},
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-5000:]
+    """The site, built once per test session. Sphinx writes into the source tree too (the
+    gallery's pages and timings, the API stubs), so two xdist workers each building their own
+    copy at the same time could read each other's half-written files: the workers share one
+    build, made by whichever takes the lock first."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the session's directory, common to the workers
+    out, built = shared / "site", shared / "site.built"
+    with FileLock(str(shared / "site.lock")):
+        if not built.exists():
+            result = subprocess.run(
+                [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-q", "-b", "html",
+                 "docs", str(out)],
+                cwd=ROOT, capture_output=True, text=True, timeout=900,
+                env={**os.environ, "PYMC_SLE_DOCS_OFFLINE": "1"},
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr[-5000:]
+            built.touch()
     return out
 
 
