@@ -64,6 +64,7 @@ from benchmarks.paper.models import build
 from benchmarks.paper.problem import Context, Problem
 from benchmarks.paper.runner import selected
 from pymc_sle.evaluation.holdout import NutsSettings, fit_and_score
+from pymc_sle.inference.basins import NUTPIE_DEFAULTS
 
 HERE = Path(__file__).resolve().parent
 SAMPLERS = ("pymc", "nutpie")
@@ -107,10 +108,13 @@ PREVIOUS_SAMPLED_AS = (
 )
 
 
-#: The mass matrix each sampler adapts under ``sample_basins`` (the baselines: PyMC's diagonal).
-#: nutpie's was diagonal too until ``sample_basins`` gave it the low-rank modified one
-#: (``pymc_sle.inference.basins.NUTPIE_DEFAULTS``); its fits with the diagonal one are kept.
-MASS_MATRIX = {"pymc": "diagonal", "nutpie": "low-rank"}
+#: The mass matrix each sampler adapts under ``sample_basins`` (the baselines: PyMC's diagonal),
+#: read from the library's nutpie defaults. nutpie's was diagonal too until ``sample_basins``
+#: gave it the low-rank modified one; its fits with the diagonal one are kept.
+MASS_MATRIX = {
+    "pymc": "diagonal",
+    "nutpie": "low-rank" if NUTPIE_DEFAULTS.get("low_rank_modified_mass_matrix") else "diagonal",
+}
 
 
 def _with_new_columns(row: dict) -> dict:
