@@ -5,6 +5,7 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import run_module
 
@@ -144,6 +145,19 @@ def test_example_mixing_quick(run_study):
         assert fit["share_u_below_wall"] is None or 0 <= fit["share_u_below_wall"] <= 1
         assert fit["noise_prior"] == "HalfNormal(std y)" and fit["target_accept"] == 0.9
         assert 0 < fit["sigma_q05"] <= fit["sigma_median"]
+
+
+def test_divergence_origins_quick(run_study):
+    stats = json.loads((run_study("divergence_origins") / "divergence_origins.json").read_text())
+    assert stats["quick"] is True and abs(stats["tail_u"] - 2.3263) < 1e-4
+    (fit,) = stats["fits"]
+    assert (fit["benchmark"], fit["split"], fit["basins"]) == ("one_d", 0, 1)
+    assert len(fit["u_of_divergence_starts"]) == fit["divergences"]
+    chains = np.asarray(fit["u"])
+    assert chains.shape == (2, 60)  # QUICK_NUTS: 2 chains x 60 draws
+    assert fit["share_above"] == pytest.approx(list((chains > stats["tail_u"]).mean(axis=1)))
+    assert fit["share_below"] == pytest.approx(list((chains < -stats["tail_u"]).mean(axis=1)))
+    assert fit["r_hat_max"] > 0.9 and fit["ess_bulk_min"] > 0 and fit["steps_per_draw"] >= 1
 
 
 def test_coverage_quick(run_study, sphere):
