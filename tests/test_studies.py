@@ -172,3 +172,13 @@ def test_coverage_quick(run_study, sphere):
         assert sum(g["n"] for g in result["groups"]) == n_test
     low = [g["low"] for g in stats["groups"]]
     assert low == sorted(low) and low[0] > 0
+    (radius,) = stats["settings"]["map_radius"]
+    assert radius > 0
+    n_train = stats["settings"]["n_train"]
+    recipe_groups = stats["SLE, landmarks = training points"]["groups"]
+    for g, recipe in zip(stats["groups"], recipe_groups, strict=True):
+        assert 0 <= g["bumps_median"] <= n_train and g["embedding_nearest_median"] >= 0
+        assert -1 <= g["spearman_geodesic_embedding"] <= 1
+        halves = (g["contracted"], g["not_contracted"])
+        assert sum(h["n"] for h in halves) == recipe["n"]  # the two halves split the group
+        assert abs(halves[0]["n"] - halves[1]["n"]) <= 1

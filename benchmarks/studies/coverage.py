@@ -16,7 +16,14 @@ the README recipe ``sle_priors`` + ``SLE(inner="matern52")``) it fits, by multi-
 Test vertices are grouped into quartiles of their geodesic distance to the nearest training vertex
 (pooled over splits). Per model and group: PICP of the 95 % interval and the standard deviation of
 ``z = (y - mu) / sd`` (1 when the predictive spread is right); overall also the excess kurtosis
-of ``z``. Writes benchmarks/results/studies/coverage.{json,md,png}.
+of ``z``. For the recipe's embedding at its MAP radius, per group: how many bumps reach a test
+vertex (non-zero coordinates of ``phi``), its embedding distance to the nearest training vertex
+in length scales, and the Spearman correlation of that distance with the geodesic one (how well
+the embedding tells a far test vertex from a near one); and the recipe's PICP and ``sd(z)`` on
+the group's *contracted* half (embedding distance / geodesic distance to the nearest training
+vertex below the group's median: the embedding puts them nearer the data than they are) and on
+the other half. Each split's MAP radius is recorded.
+Writes benchmarks/results/studies/coverage.{json,md,png}.
 
 Run:  python -m benchmarks.studies.coverage [--quick] [--mesh PATH]
 """
@@ -52,17 +59,29 @@ MODELS = (
 N_GROUPS = 4
 
 
-def plug_in(model, gp, ctx, offset: float, starts: int) -> tuple[np.ndarray, np.ndarray]:
-    """Predictive mean and standard deviation (noise included) at the model's MAP."""
+def plug_in(model, gp, ctx, offset: float, starts: int) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Predictive mean and standard deviation (noise included) at the model's MAP, and the MAP."""
     with model, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         point = find_map(n_starts=starts, seed=ctx.trial.seed).point
         mu, var = gp.predict(ctx.X_test, point=point, diag=True, pred_noise=True)
-    return mu + offset, np.sqrt(var)
+    return mu + offset, np.sqrt(var), point
 
 
-def split_predictions(bench, ctx, starts: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Each model's plug-in predictions on one split."""
+def embedding_geometry(distances: np.ndarray, n_train: int, point: dict) -> dict[str, np.ndarray]:
+    """Per test vertex (the rows after ``n_train``): the bumps reaching it and its embedding
+    distance to the nearest training vertex over the length scale, at ``point``'s radius."""
+    radius, ls = float(point["radius"]), float(point["ls"])
+    embedded = sle.embedding_distances(distances[n_train:], distances[:n_train], radius=radius)
+    return {
+        "bumps": (distances[n_train:] < radius).sum(axis=1),
+        "embedding_nearest": embedded.min(axis=1) / ls,
+    }
+
+
+def split_predictions(bench, ctx, starts: int) -> tuple[dict, dict]:
+    """Each model's plug-in predictions (mean, sd) on one split, and the recipe's embedding
+    geometry at its MAP (:func:`embedding_geometry`, with the MAP ``radius``)."""
     problem = bench.problem
     train = ctx.points[: ctx.n_train]
     offset = float(ctx.y_train.mean())
@@ -76,13 +95,15 @@ def split_predictions(bench, ctx, starts: int) -> dict[str, tuple[np.ndarray, np
             bench.kind: sle.DistanceMatrix(problem.distances(ctx.points, landmarks, bench.kind))
         },
     )
-    out = {}
+    out, points = {}, {}
     for name, context in zip(MODELS[:2], (ctx, moved), strict=True):
         model, gp, _, _ = nuts_convergence.sle_model(bench, context, offset)
-        out[name] = plug_in(model, gp, ctx, offset, starts)
+        *out[name], points[name] = plug_in(model, gp, ctx, offset, starts)
     model, gp, _ = build(bench.baseline, ctx)
-    out[MODELS[2]] = plug_in(model, gp, ctx, 0.0, starts)
-    return out
+    *out[MODELS[2]], _ = plug_in(model, gp, ctx, 0.0, starts)
+    recipe = points[MODELS[0]]
+    geometry = embedding_geometry(ctx.landmark[bench.kind].values, ctx.n_train, recipe)
+    return out, {**geometry, "radius": float(recipe["radius"])}
 
 
 def scores(z: np.ndarray) -> dict[str, float]:
@@ -116,20 +137,40 @@ def main(argv=None) -> None:
     bench = nuts_convergence.BENCHMARKS["teddy_200"](args.quick, args)
     n_splits, starts = (1, 4) if args.quick else (nuts_convergence.N_SPLITS, 16)
     errors = {name: [] for name in MODELS}
-    nearest = []
+    nearest, bumps, embedding_nearest, radii = [], [], [], []
     with threadpool_limits(limits=1, user_api="blas"):
         for ctx in bench.contexts(n_splits):
             y_test = bench.problem.y[bench.problem.test]
-            for name, (mu, sd) in split_predictions(bench, ctx, starts).items():
+            predictions, geometry = split_predictions(bench, ctx, starts)
+            for name, (mu, sd) in predictions.items():
                 errors[name].append((y_test - mu) / sd)
             nearest.append(ctx.landmark[bench.kind].values[ctx.n_train :].min(axis=1))
+            bumps.append(geometry["bumps"])
+            embedding_nearest.append(geometry["embedding_nearest"])
+            radii.append(geometry["radius"])
             print(f"split {ctx.trial.draw}: " + ", ".join(
                 f"{name} PICP {scores(errors[name][-1])['picp']:.3f}" for name in MODELS
             ), flush=True)  # fmt: skip
-    nearest = np.concatenate(nearest)
+    nearest, bumps = np.concatenate(nearest), np.concatenate(bumps)
+    embedding_nearest = np.concatenate(embedding_nearest)
     edges = np.quantile(nearest, np.linspace(0.0, 1.0, N_GROUPS + 1))
     group_of = np.clip(np.searchsorted(edges, nearest, side="right") - 1, 0, N_GROUPS - 1)
-    groups = [{"low": float(edges[g]), "high": float(edges[g + 1])} for g in range(N_GROUPS)]
+    recipe_z = np.concatenate(errors[MODELS[0]])
+    contraction = embedding_nearest / nearest
+    groups = []
+    for g in range(N_GROUPS):
+        member = group_of == g
+        contracted = contraction < np.median(contraction[member])
+        groups.append({
+            "low": float(edges[g]), "high": float(edges[g + 1]),
+            "bumps_median": float(np.median(bumps[member])),
+            "embedding_nearest_median": float(np.median(embedding_nearest[member])),
+            "spearman_geodesic_embedding": float(
+                stats.spearmanr(nearest[member], embedding_nearest[member])[0]
+            ),
+            "contracted": scores(recipe_z[member & contracted]),
+            "not_contracted": scores(recipe_z[member & ~contracted]),
+        })  # fmt: skip
     results = {}
     for name in MODELS:
         z = np.concatenate(errors[name])
@@ -138,7 +179,8 @@ def main(argv=None) -> None:
             "excess_kurtosis_z": float(stats.kurtosis(z)),
             "groups": [scores(z[group_of == g]) for g in range(N_GROUPS)],
         }
-    settings = {"benchmark": bench.name, "n_train": bench.size, "splits": n_splits}
+    settings = {"benchmark": bench.name, "n_train": bench.size, "splits": n_splits,
+                "map_radius": radii}  # fmt: skip
     write_json(args.out / "coverage.json", {"settings": settings, "groups": groups, **results})
     figure(groups, results, args.out / "coverage.png")
     table = markdown_rows(
@@ -147,6 +189,16 @@ def main(argv=None) -> None:
         [[name, f"{r['picp']:.3f}", f"{r['sd_z']:.2f}", f"{r['excess_kurtosis_z']:.1f}",
           *[f"{g['picp']:.3f}, {g['sd_z']:.2f}" for g in r["groups"]]]
          for name, r in results.items()],
+    )  # fmt: skip
+    geometry = markdown_rows(
+        ["test vertices by distance", "bumps reaching one (median)",
+         "embedding distance to the nearest training vertex / ls (median)",
+         "Spearman: geodesic vs embedding distance to the nearest training vertex",
+         "contracted half: PICP, sd(z)", "other half: PICP, sd(z)"],
+        [[f"{g['low']:.2f}-{g['high']:.2f}", f"{g['bumps_median']:.0f}",
+          f"{g['embedding_nearest_median']:.2f}", f"{g['spearman_geodesic_embedding']:.2f}",
+          *[f"{g[k]['picp']:.3f}, {g[k]['sd_z']:.2f}" for k in ("contracted", "not_contracted")]]
+         for g in groups],
     )  # fmt: skip
     write_markdown(
         args.out / "coverage.md",
@@ -161,6 +213,12 @@ def main(argv=None) -> None:
             *table,
             "",
             "![PICP and sd(z) by distance to the training vertices](coverage.png)",
+            "",
+            "The recipe's embedding at its MAP (radius "
+            + ", ".join(f"{r:.1f}" for r in radii)
+            + f" on the splits; {bench.size} bumps, one per training vertex):",
+            "",
+            *geometry,
         ],
     )
 
