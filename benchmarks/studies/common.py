@@ -72,6 +72,29 @@ def embedding_distances(D: np.ndarray, radius: float) -> np.ndarray:
     return distances[np.triu_indices_from(distances, 1)]
 
 
+def divergence_starts(idata, value_name: str) -> np.ndarray:
+    """The sampled coordinate ``value_name`` at the last good state of each divergent
+    trajectory. The draw a divergent transition records is a state from earlier in the
+    trajectory, not this one. Read from nutpie's ``store_divergences=True`` records, or from
+    PyMC's ``keep_warning_stat=True`` ones (``SamplerWarning.divergence_point_source``; it keeps
+    the first 100 per chain)."""
+    stats = idata.sample_stats
+    if "divergence_start" in stats:  # nutpie
+        column = list(stats["unconstrained_parameter"].values).index(value_name)
+        diverging = stats["diverging"].values.astype(bool)
+        return stats["divergence_start"].values[diverging][:, column].astype(float)
+    found = []
+    if "warning" not in stats:  # pooled basins keep no records
+        return np.array(found)
+    for record in np.ravel(stats["warning"].values):
+        while isinstance(record, np.ndarray):  # one object array per sampler
+            record = record.ravel()[0] if record.size else None
+        point = getattr(record, "divergence_point_source", None)
+        if point is not None and value_name in point:
+            found.append(float(point[value_name]))
+    return np.array(found)
+
+
 def write_json(path: Path, payload: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, default=float) + "\n")

@@ -41,6 +41,7 @@ from threadpoolctl import threadpool_limits
 
 from benchmarks import nuts_convergence as nc
 from benchmarks.studies.common import (
+    divergence_starts,
     markdown_rows,
     parser,
     pyplot,
@@ -76,22 +77,19 @@ def _sample(name: str, split: int, quick: bool, args) -> dict:
     seconds = time.perf_counter() - start
     summary = az.summary(idata, var_names=priors.var_names(model), round_to="none")
     stats_ = idata.sample_stats
-    diverging = stats_["diverging"].values.astype(bool)
-    u_name = next(
-        (v for v in idata.posterior.data_vars if v.startswith("radius_quantilelog")), None
-    )
+    transform = model.rvs_to_transforms[priors["radius"]]
     fit = {
         "benchmark": name, "split": split, "n_train": ctx.n_train, "basins": len(priors.basins),
-        "divergences": int(diverging.sum()), "seconds": seconds,
+        "divergences": int(stats_["diverging"].sum()), "seconds": seconds,
         "steps_per_draw": float(stats_["n_steps"].mean()),
         "r_hat_max": float(summary["r_hat"].max()),
         "ess_bulk_min": float(summary["ess_bulk"].min()),
         "u_of_divergence_starts": None, "share_above": None, "share_below": None, "u": None,
     }  # fmt: skip
-    if u_name is not None:
-        u = idata.posterior[u_name].values  # (chain, draw)
-        column = list(stats_["unconstrained_parameter"].values).index(u_name)
-        starts = stats_["divergence_start"].values[diverging][:, column]
+    if hasattr(transform, "to_unit"):  # the quantile scale; not when several basins are sampled
+        u_name = model.rvs_to_values[priors["radius"]].name
+        u = idata.posterior[u_name].values  # (chain, draw), as sampled
+        starts = divergence_starts(idata, u_name)
         fit.update(
             u_of_divergence_starts=[float(v) for v in starts],
             share_above=[float(v) for v in (u > TAIL_U).mean(axis=1)],

@@ -41,6 +41,7 @@ from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
 from benchmarks.studies.common import (
+    divergence_starts,
     markdown_rows,
     parser,
     pyplot,
@@ -148,22 +149,6 @@ def fit(model, priors, *, seed: int, target_accept: float, draws: int, chains: i
             float(np.mean(starts > -WALL_U)) if quantile and starts.size else None,
     }  # fmt: skip
     return row, draws_out
-
-
-def divergence_starts(idata, value_name: str) -> np.ndarray:
-    """The sampled radius coordinate at the last good state of each divergent trajectory (PyMC's
-    ``SamplerWarning.divergence_point_source``; it keeps the first 100 per chain). The draw a
-    divergent transition records is a state from earlier in the trajectory, not this one."""
-    found = []
-    if "warning" not in idata.sample_stats:  # pooled basins keep no records
-        return np.array(found)
-    for record in np.ravel(idata.sample_stats["warning"].values):
-        while isinstance(record, np.ndarray):  # one object array per sampler
-            record = record.ravel()[0] if record.size else None
-        point = getattr(record, "divergence_point_source", None)
-        if point is not None and value_name in point:
-            found.append(float(point[value_name]))
-    return np.array(found)
 
 
 def percent(share: float | None, digits: int) -> str:
