@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import time
 import warnings
-from types import SimpleNamespace
 
 import arviz as az
 import numpy as np
@@ -61,8 +60,7 @@ TAIL_U = float(stats.norm.ppf(0.99))
 def _sample(name: str, split: int, quick: bool, args) -> dict:
     """One benchmark split sampled as the NUTS benchmark does, divergences stored."""
     settings = nc.QUICK_NUTS if quick else nc.FULL_NUTS
-    paths = SimpleNamespace(cache=args.cache, mesh=args.mesh, bunny_mesh=args.bunny_mesh)
-    bench = nc.BENCHMARKS[name](quick, paths)
+    bench = nc.BENCHMARKS[name](quick, args)  # reads args.cache, args.mesh, args.bunny_mesh
     ctx = bench.contexts(split + 1)[split]
     model, _, priors, _ = nc.sle_model(bench, ctx, float(ctx.y_train.mean()))
     start = time.perf_counter()
