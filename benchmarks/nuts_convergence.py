@@ -5,10 +5,9 @@ The model is the README recipe with the library's defaults, nothing tuned per be
 in the highest basin of a coarse grid posterior), ``eta**2 * sle.SLE(D, radius=..., ls=...)`` and
 ``sle.gp.Marginal`` with a zero mean on the centred targets, sampled by
 ``sle.inference.sample_basins(priors)`` (``pm.sample`` when the radius posterior has one basin;
-otherwise every basin holding >= 1 % of the mass, each confined to its radius interval, pooled by
-mass). 4 chains x (1000 tune + 1000
-draws) per basin, ``target_accept`` 0.9, one BLAS thread per chain, on 2 cores, by PyMC's NUTS
-and by nutpie;
+otherwise every basin behind a dip deeper than 1.5 nats holding >= 0.5 % of the mass, each
+confined to its radius interval, pooled by mass). 4 chains x (1000 tune + 1000 draws) per basin,
+``target_accept`` 0.9, one BLAS thread per chain, on 2 cores, by PyMC's NUTS and by nutpie;
 the best baseline of each benchmark (the paper reproduction's model and priors) by PyMC's NUTS on
 the same splits. Every fit predicts the benchmark's fixed test set.
 
@@ -64,7 +63,8 @@ from benchmarks.paper.models import build
 from benchmarks.paper.problem import Context, Problem
 from benchmarks.paper.runner import selected
 from pymc_sle.evaluation.holdout import NutsSettings, fit_and_score
-from pymc_sle.inference.basins import NUTPIE_DEFAULTS
+from pymc_sle.inference.basins import MIN_BASIN_MASS, NUTPIE_DEFAULTS
+from pymc_sle.inference.priors import BASIN_BARRIER
 
 HERE = Path(__file__).resolve().parent
 SAMPLERS = ("pymc", "nutpie")
@@ -78,7 +78,7 @@ FIELDS = [
     "benchmark", "split", "model", "spec", "sampler", "n_train", "setup_s", "sampling_s", "wall_s",
     "r_hat_max", "ess_bulk_min", "ess_tail_min", "min_ess_per_s", "divergences",
     "rmse", "crps", "picp", "nlpd", "multimodal_warning", "basins", "sampled_as", "predict_s",
-    "steps_per_draw", "mass_matrix",
+    "steps_per_draw", "mass_matrix", "basin_rule",
 ]  # fmt: skip
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
@@ -117,9 +117,19 @@ MASS_MATRIX = {
 }
 
 
+#: Which radius basins ``sample_basins`` samples apart: those behind dips deeper than
+#: ``BASIN_BARRIER`` nats holding at least ``MIN_BASIN_MASS``. Fits under the earlier rule are
+#: kept (it left SAXS split 0's 0.7 % shoulder to the main basin's chains).
+BASIN_RULE = f"dips > {BASIN_BARRIER:g} nats, mass >= {100 * MIN_BASIN_MASS:g} %"
+PREVIOUS_BASIN_RULE = "dips > 3 nats, mass >= 1 %"
+#: The columns that say which default a fit ran under, beside (benchmark, split, model, sampler).
+IDENTITY = ("sampled_as", "mass_matrix", "basin_rule")
+
+
 def _with_new_columns(row: dict) -> dict:
     """A row of a results file written before a column was added, with that column filled in."""
     row = {"basins": 1, "steps_per_draw": "nan", "mass_matrix": "diagonal", **row}
+    row.setdefault("basin_rule", PREVIOUS_BASIN_RULE if row["model"] == "SLE" else "")
     row.setdefault("sampled_as", FIRST_SAMPLED_AS if row["model"] == "SLE" else "")
     if "predict_s" not in row:  # wall = setup + sampling + prediction and scoring
         wall, setup, sampling = (float(row[k]) for k in ("wall_s", "setup_s", "sampling_s"))
@@ -135,13 +145,16 @@ def _mass_matrix(model_name: str, sampler: str) -> str:
     return MASS_MATRIX[sampler] if model_name == "SLE" else "diagonal"
 
 
+def _identity(model_name: str, sampler: str) -> tuple[str, str, str]:
+    """The current default's ``IDENTITY`` columns for a model and sampler."""
+    rule = BASIN_RULE if model_name == "SLE" else ""
+    return _sampled_as(model_name), _mass_matrix(model_name, sampler), rule
+
+
 def _is_current(entry: dict) -> bool:
-    """A fit (or group of fits) of the current default: its sampled variables and mass matrix."""
-    model, sampler = entry["model"], entry["sampler"]
-    return (entry["sampled_as"], entry["mass_matrix"]) == (
-        _sampled_as(model),
-        _mass_matrix(model, sampler),
-    )
+    """A fit (or group of fits) of the current default: its sampled variables, mass matrix and
+    basin rule."""
+    return tuple(entry[k] for k in IDENTITY) == _identity(entry["model"], entry["sampler"])
 
 
 @dataclass
@@ -288,10 +301,14 @@ def fit(bench: Benchmark, ctx: Context, model_name: str, settings: NutsSettings)
         "sampler": settings.nuts_sampler, "n_train": ctx.n_train, "setup_s": setup,
         "sampling_s": result.sampling_seconds, "wall_s": wall, **d,
         "min_ess_per_s": d["ess_bulk_min"] / wall, **result.scores,
-        "multimodal_warning": warning, "sampled_as": _sampled_as(model_name),
-        "predict_s": result.seconds - result.sampling_seconds, "steps_per_draw": steps,
-        "mass_matrix": _mass_matrix(model_name, settings.nuts_sampler),
+        "multimodal_warning": warning, "predict_s": result.seconds - result.sampling_seconds,
+        "steps_per_draw": steps,
+        **dict(zip(IDENTITY, _identity(model_name, settings.nuts_sampler), strict=True)),
     }  # fmt: skip
+
+
+def _fit_key(benchmark: str, split: int, model_name: str, sampler: str, identity) -> tuple:
+    return (benchmark, int(split), model_name, sampler, *identity)
 
 
 def done_keys(path: Path) -> set[tuple]:
@@ -299,16 +316,10 @@ def done_keys(path: Path) -> set[tuple]:
         return set()
     with path.open() as f:
         return {
-            (
-                r["benchmark"],
-                int(r["split"]),
-                r["model"],
-                r["sampler"],
-                r["sampled_as"],
-                r["mass_matrix"],
-            )
+            _fit_key(r["benchmark"], r["split"], r["model"], r["sampler"],
+                     (r[k] for k in IDENTITY))
             for r in map(_with_new_columns, csv.DictReader(f))
-        }
+        }  # fmt: skip
 
 
 def append_row(path: Path, row: dict) -> None:
@@ -339,8 +350,7 @@ def run(args, settings: NutsSettings, csv_path: Path) -> None:
             for model in ("SLE", "baseline")
             for sampler in (args.samplers if model == "SLE" else ("pymc",))
             if model in args.models
-            and (name, split, model, sampler, _sampled_as(model), _mass_matrix(model, sampler))
-            not in done
+            and _fit_key(name, split, model, sampler, _identity(model, sampler)) not in done
         ]
         if not todo:
             continue
@@ -360,8 +370,7 @@ def read_rows(path: Path) -> list[dict]:
         rows = list(map(_with_new_columns, csv.DictReader(f)))
     for r in rows:
         for k in FIELDS:
-            if k not in ("benchmark", "model", "spec", "sampler", "multimodal_warning",
-                         "sampled_as", "mass_matrix"):  # fmt: skip
+            if k not in ("benchmark", "model", "spec", "sampler", "multimodal_warning", *IDENTITY):
                 r[k] = float(r[k])
     return rows
 
@@ -374,11 +383,11 @@ def _fvgp_min_ess_per_s() -> float | None:
 
 
 def aggregate(rows: list[dict]) -> list[dict]:
-    """One entry per (benchmark, model, sampler, sampled_as, mass_matrix): worst diagnostics and
-    mean scores over splits; per benchmark, the current default first."""
+    """One entry per (benchmark, model, sampler, *IDENTITY): worst diagnostics and mean scores
+    over splits; per benchmark, the current default first."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        key = (r["benchmark"], r["model"], r["sampler"], r["sampled_as"], r["mass_matrix"])
+        key = (r["benchmark"], r["model"], r["sampler"], *(r[k] for k in IDENTITY))
         groups.setdefault(key, []).append(r)
     order = {name: i for i, name in enumerate(BENCHMARKS)}
     current = {SAMPLED_AS: 0, "": 0} | {
@@ -386,17 +395,18 @@ def aggregate(rows: list[dict]) -> list[dict]:
     }
 
     def rank(key):
-        bench, model, sampler, sampled_as, mass_matrix = key
+        bench, model, sampler, sampled_as, mass_matrix, rule = key
         old_mass = mass_matrix != _mass_matrix(model, sampler)
-        return order[bench], current[sampled_as], old_mass, model, sampler
+        old_rule = rule != _identity(model, sampler)[2]
+        return order[bench], current[sampled_as], old_mass, old_rule, model, sampler
 
     out = []
-    for (bench, model, sampler, sampled_as, mass_matrix), rs in sorted(
+    for (bench, model, sampler, *identity), rs in sorted(
         groups.items(), key=lambda kv: rank(kv[0])
     ):
         out.append({
             "benchmark": bench, "model": model, "spec": rs[0]["spec"], "sampler": sampler,
-            "sampled_as": sampled_as, "mass_matrix": mass_matrix, "splits": len(rs),
+            **dict(zip(IDENTITY, identity, strict=True)), "splits": len(rs),
             "r_hat_max": max(r["r_hat_max"] for r in rs),
             "ess_bulk_min": min(r["ess_bulk_min"] for r in rs),
             "ess_tail_min": min(r["ess_tail_min"] for r in rs),
@@ -492,12 +502,13 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
     (out / f"{stem}.json").write_text(json.dumps(payload, indent=2, default=float) + "\n")
     figure([s for s in summary if _is_current(s)], out / f"{stem}.png")
     table = _table(
-        ["benchmark", "model", "sampler", "mass matrix", "sampled as", "splits", "r̂ max",
+        ["benchmark", "model", "sampler", "mass matrix", "sampled as", "basin rule", "splits",
+         "r̂ max",
          "bulk ESS min",
          "tail ESS min", "div.", "wall (s, median)", "min-ESS/s", "RMSE", "CRPS", "PICP", "NLPD",
          "multi-basin"],
         [[s["benchmark"], s["spec"], s["sampler"], s["mass_matrix"], s["sampled_as"] or "-",
-          s["splits"],
+          s["basin_rule"] or "-", s["splits"],
           f"{s['r_hat_max']:.3f}",
           f"{s['ess_bulk_min']:.0f}", f"{s['ess_tail_min']:.0f}", s["divergences"],
           f"{s['wall_s']:.0f}", f"{s['min_ess_per_s']:.2f}", f"{s['rmse']:.4g}",
@@ -505,11 +516,12 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
          for s in summary],
     )  # fmt: skip
     per_fit = _table(
-        ["benchmark", "split", "model", "sampler", "mass matrix", "sampled as", "basins", "r̂ max",
+        ["benchmark", "split", "model", "sampler", "mass matrix", "sampled as", "basin rule",
+         "basins", "r̂ max",
          "bulk ESS",
          "div.", "wall (s)", "sampling (s)", "prediction (s)", "steps/draw", "PICP", "RMSE"],
         [[r["benchmark"], int(r["split"]), r["spec"], r["sampler"], r["mass_matrix"],
-          r["sampled_as"] or "-",
+          r["sampled_as"] or "-", r["basin_rule"] or "-",
           int(r["basins"]),
           f"{r['r_hat_max']:.3f}",
           f"{r['ess_bulk_min']:.0f}", int(r["divergences"]), f"{r['wall_s']:.0f}",
@@ -529,9 +541,14 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         f"thread per chain; {n_splits} training splits per benchmark. `baseline` = the best "
         "baseline of the paper reproduction, its priors and model. Diagnostics are the worst over "
         "splits; scores are means (PICP also its range). `multi-basin` = splits whose radius "
-        "posterior has basins behind deep dips holding > 1 % of the mass; `sample_basins` sampled "
-        "each, its chains confined to the basin's radius interval, and pooled them by mass; "
-        "their r̂ and ESS are the worst over the basins. "
+        "posterior has more than one basin that `sample_basins` sampled, each with its chains "
+        "confined to the basin's radius interval, pooled by mass; their r̂ and ESS are the "
+        "worst over the basins. "
+        f"`basin rule`: which basins those are -- `{BASIN_RULE}` (the current default: basins "
+        f"behind dips deeper than {BASIN_BARRIER:g} nats holding at least "
+        f"{100 * MIN_BASIN_MASS:g} % of the grid's mass) or `{PREVIOUS_BASIN_RULE}` (the earlier "
+        "one, which left SAXS split 0's radius shoulder, 0.7 % of the mass behind a 1.8-nat dip, "
+        "to the main basin's chains). "
         f"`sampled as`: how `sle_priors` hands the hyperparameters to NUTS; `{SAMPLED_AS}` "
         "(the current default: the radius on the grid posterior's quantile scale, with a lower "
         "tail cut off within a grid cell of the small-radius wall, `ls` as its ratio to the "

@@ -107,6 +107,8 @@ def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
     assert row["predict_s"] == pytest.approx(30.0)  # what the wall held besides the two
     assert np.isnan(float(row["steps_per_draw"])) and row["basins"] == 1
     assert row["sampled_as"] == "centred log"
+    assert row["basin_rule"] == "dips > 3 nats, mass >= 1 %"  # the rule before the column
+    assert _with_new_columns({**old, "model": "baseline"})["basin_rule"] == ""
 
 
 def test_nuts_convergence_runs_only_the_splits_asked_for(tmp_path, distance_cache):
@@ -126,7 +128,14 @@ def test_nuts_convergence_rejects_splits_it_does_not_have(tmp_path, capsys):
 
 
 def test_nuts_convergence_targets_report_each_figure():
-    from benchmarks.nuts_convergence import SAMPLED_AS, _with_new_columns, aggregate, targets
+    from benchmarks.nuts_convergence import (
+        BASIN_RULE,
+        PREVIOUS_BASIN_RULE,
+        SAMPLED_AS,
+        _with_new_columns,
+        aggregate,
+        targets,
+    )
 
     def row(split, r_hat, picp, divergences=0, sampled_as=SAMPLED_AS):
         return {"benchmark": "teddy_400", "split": split, "model": "SLE", "spec": "SLE",
@@ -135,11 +144,14 @@ def test_nuts_convergence_targets_report_each_figure():
                 "sampling_s": 600.0, "wall_s": 700.0,
                 "min_ess_per_s": 500.0 / 700.0, "rmse": 1.0, "crps": 0.5, "picp": picp,
                 "nlpd": 1.0, "multimodal_warning": "", "basins": 1,
-                "sampled_as": sampled_as, "mass_matrix": "diagonal"}  # fmt: skip
+                "sampled_as": sampled_as, "mass_matrix": "diagonal",
+                "basin_rule": BASIN_RULE}  # fmt: skip
 
     # A fit of the first defaults, from a file written before the column existed: kept as a
     # record, apart, and not checked against the targets.
-    old = _with_new_columns({k: v for k, v in row(0, 1.5, 0.5).items() if k != "sampled_as"})
+    old = _with_new_columns(
+        {k: v for k, v in row(0, 1.5, 0.5).items() if k not in ("sampled_as", "basin_rule")}
+    )
     assert old["sampled_as"] == "centred log"
     summary = aggregate([old, row(0, 1.004, 0.95), row(1, 1.02, 0.93, divergences=2)])
     assert [s["sampled_as"] for s in summary] == [SAMPLED_AS, "centred log"]
@@ -159,6 +171,12 @@ def test_nuts_convergence_targets_report_each_figure():
     assert [s["mass_matrix"] for s in summary] == ["low-rank", "diagonal"]
     checked = [c for c in targets(summary, n_splits=1) if c["target"] == "r-hat <= 1.01"]
     assert [(c["where"], c["value"]) for c in checked] == [("teddy_400 / nutpie", "1.001")]
+    # ... and under the current basin rule: a fit of the earlier one is a record, listed after.
+    earlier = {**row(0, 1.3, 0.95), "basin_rule": PREVIOUS_BASIN_RULE}
+    summary = aggregate([earlier, row(0, 1.001, 0.95)])
+    assert [s["basin_rule"] for s in summary] == [BASIN_RULE, PREVIOUS_BASIN_RULE]
+    checked = [c for c in targets(summary, n_splits=1) if c["target"] == "r-hat <= 1.01"]
+    assert [c["value"] for c in checked] == ["1.001"]
 
 
 def test_nuts_teddy_benchmark_quick(tmp_path, icosphere_obj):

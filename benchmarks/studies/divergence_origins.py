@@ -18,10 +18,13 @@ Per fit:
   holds. A chain that never goes there has missed posterior mass its r-hat need not show;
 - r-hat, bulk ESS and leapfrog steps per draw, as in the benchmark.
 
-The ``basins`` column counts the radius basins ``sle_priors`` reports (down to 0.1 % of the
-mass). Splits with several basins each holding at least 1 % are sampled on centred log scales
-(no quantile scale): their ``u`` columns are empty. The run resumes: fits already in the JSON
-file are kept (a ``--quick`` run starts afresh over full fits, and the other way round).
+The committed fits (``benchmarks/results/studies/divergence_origins.json``) ran under the earlier
+basin rule, ``benchmarks.nuts_convergence.PREVIOUS_BASIN_RULE``: SAXS split 0's radius shoulder was
+then sampled by its main basin's chains; it is sampled apart now, and its benchmark fit had no
+divergences. The ``basins`` column counts the radius basins ``sle_priors`` reports (down to 0.1 % of
+the mass). Splits with several basins each holding at least 1 % are sampled on centred log scales
+(no quantile scale): their ``u`` columns are empty. The run resumes: fits already in the JSON file
+are kept (a ``--quick`` run starts afresh over full fits, and the other way round).
 Writes benchmarks/results/studies/divergence_origins.{json,md,png}.
 
 Run:  python -m benchmarks.studies.divergence_origins [--quick] [--fits saxs:0 strings:0 ...]

@@ -19,12 +19,13 @@ with the radius's sampled coordinate ``u`` (its grid quantile scale) below -3 (t
 wall) or above 3, against the share of all draws below -3. The figure shows seed 1's draws in
 ``u`` and ``log sigma``, and where its divergent trajectories left from.
 
-Fits already in the JSON file are kept (the run resumes; seed 1's draws wait in the distance
-cache for the figure). Fits of other settings stay as a record: the earlier radius map, whose
-lower tail reached past the small-radius wall, ``target_accept`` 0.8 (PyMC's default, the
-earlier setting), and a noise prior tried and not adopted,
-``sigma ~ Gamma(2, 2.5 / std(y))`` instead of ``sle_priors``'s ``HalfNormal(std(y))`` (it keeps
-chains away from ``sigma = 0``). Writes benchmarks/results/studies/example_mixing.{json,md,png}.
+Fits are labelled by the basin rule (``benchmarks.nuts_convergence.BASIN_RULE``): which radius
+basins ``sample_basins`` samples apart. Fits already in the JSON file are kept (the run resumes;
+seed 1's draws wait in the distance cache for the figure). Fits of other settings stay as a record:
+the earlier radius map, whose lower tail reached past the small-radius wall, ``target_accept`` 0.8
+(PyMC's default, the earlier setting), and a noise prior tried and not adopted, ``sigma ~ Gamma(2,
+2.5 / std(y))`` instead of ``sle_priors``'s ``HalfNormal(std(y))`` (it keeps chains away from
+``sigma = 0``). Writes benchmarks/results/studies/example_mixing.{json,md,png}.
 
 Run:  python -m benchmarks.studies.example_mixing [--quick]
 """
@@ -40,6 +41,7 @@ import pymc as pm
 from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
+from benchmarks.nuts_convergence import BASIN_RULE, PREVIOUS_BASIN_RULE
 from benchmarks.studies.common import (
     divergence_starts,
     markdown_rows,
@@ -136,7 +138,7 @@ def fit(model, priors, *, seed: int, target_accept: float, draws: int, chains: i
     draws_out["u_divergence_starts"] = starts if quantile else np.array([])  # same axis as u
     row = {
         "seed": seed, "target_accept": target_accept, "noise_prior": NOISE_PRIOR,
-        "radius_map": RADIUS_MAP, "wall_s": wall,
+        "radius_map": RADIUS_MAP, "basin_rule": BASIN_RULE, "wall_s": wall,
         **worst, "sigma_q05": float(np.quantile(sigma, 0.05)),
         # Pooled basins' r-hat is not a diagnostic; their worst variable is not recorded.
         "r_hat_worst": str(summary["r_hat"].idxmax()) if worst["basins"] == 1 else None,
@@ -186,7 +188,9 @@ def main(argv=None) -> None:
     path = args.out / f"{stem}.json"
     old = json.loads(path.read_text()) if path.exists() else {}
     same = {k: old.get("settings", {}).get(k) for k in settings} == settings
-    earlier = {"noise_prior": NOISE_PRIOR, "radius_map": UNCUT_RADIUS_MAP}  # older rows' columns
+    # older rows' columns
+    earlier = {"noise_prior": NOISE_PRIOR, "radius_map": UNCUT_RADIUS_MAP,
+               "basin_rule": PREVIOUS_BASIN_RULE}  # fmt: skip
     rows = [earlier | r for r in old.get("fits", [])] if same else []
     first_draws = {}
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -196,9 +200,9 @@ def main(argv=None) -> None:
             else images_model(args.quick, args.cache, args.jobs)
         )  # fmt: skip
         for seed in seeds:
-            key = (example, seed, target_accept, NOISE_PRIOR, RADIUS_MAP)
+            key = (example, seed, target_accept, NOISE_PRIOR, RADIUS_MAP, BASIN_RULE)
             if any((r["example"], r["seed"], r["target_accept"], r["noise_prior"],
-                    r["radius_map"]) == key for r in rows):  # fmt: skip
+                    r["radius_map"], r["basin_rule"]) == key for r in rows):  # fmt: skip
                 continue
             row, sampled = fit(model, priors, seed=seed, target_accept=target_accept,
                                draws=draws, chains=chains)  # fmt: skip
@@ -212,11 +216,13 @@ def main(argv=None) -> None:
             first_draws[example] = {k: saved[k] for k in saved.files}
     figure(first_draws, args.out / f"{stem}.png")
     table = markdown_rows(
-        ["example", "radius map", "noise prior", "target_accept", "seed", "r̂ max", "of",
+        ["example", "basin rule", "radius map", "noise prior", "target_accept", "seed",
+         "basins", "r̂ max", "of",
          "bulk ESS min", "tail ESS min", "divergences", "sigma: 5 % quantile, median",
          "divergences starting at u < -3", "... at u > 3", "draws with u < -3", "wall (s)"],
-        [[r["example"], r["radius_map"], r["noise_prior"], r["target_accept"], r["seed"],
-          round(r["r_hat_max"], 3), r.get("r_hat_worst") or "-", round(r["ess_bulk_min"]),
+        [[r["example"], r["basin_rule"], r["radius_map"], r["noise_prior"], r["target_accept"],
+          r["seed"], r.get("basins", 1), round(r["r_hat_max"], 3), r.get("r_hat_worst") or "-",
+          round(r["ess_bulk_min"]),
           round(r["ess_tail_min"]),
           int(r["divergences"]),
           f"{r['sigma_q05']:.3f}, {r['sigma_median']:.3f}" if "sigma_q05" in r else "-",
@@ -224,7 +230,8 @@ def main(argv=None) -> None:
           percent(r.get("divergence_starts_share_u_above_3"), 0),
           percent(r["share_u_below_wall"], 1),
           round(r["wall_s"])]
-         for r in sorted(rows, key=lambda r: (r["example"], r["radius_map"] != RADIUS_MAP,
+         for r in sorted(rows, key=lambda r: (r["example"], r["basin_rule"] != BASIN_RULE,
+                                              r["radius_map"] != RADIUS_MAP,
                                               r["noise_prior"] != NOISE_PRIOR,
                                               r["target_accept"] != target_accept, r["seed"]))],
     )  # fmt: skip
@@ -236,7 +243,11 @@ def main(argv=None) -> None:
             f"({draws} tune + {draws} draws), one BLAS thread per chain, 2 cores; sampler seeds "
             f"{', '.join(map(str, seeds))}. `sle_priors`'s default noise prior is {NOISE_PRIOR}; "
             "the radius is sampled on its grid quantile scale `u`, whose map's lower tail is "
-            f"{RADIUS_MAP}. Rows with the map {UNCUT_RADIUS_MAP}, with {TRIED_NOISE_PRIOR} and "
+            f"{RADIUS_MAP}. `sample_basins` samples apart the radius basins behind "
+            f"{BASIN_RULE} of the grid's mass (the current rule; `basins` counts them, and r̂ "
+            "and ESS are then the worst over the basins' own chains); rows under the earlier "
+            f"rule, {PREVIOUS_BASIN_RULE}, are kept as a record. "
+            f"Rows with the map {UNCUT_RADIUS_MAP}, with {TRIED_NOISE_PRIOR} and "
             "with `target_accept` 0.8 are kept as a record (on the earlier map, `u < -3` lies "
             "further below the wall than on the current one). The mesh rows of the earlier map "
             "are on another draw of the example's field: `matern_field` drew it from the "

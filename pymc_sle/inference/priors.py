@@ -32,6 +32,7 @@ from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
 from pymc_sle.inference.grid import grid_posterior
 
 __all__ = [
+    "BASIN_BARRIER",
     "Basin",
     "SLEBounds",
     "SLEPriors",
@@ -65,8 +66,11 @@ _WEIGHING_SCALES = 64
 #: Mass outside the start basin above which ``sle_priors`` warns.
 _UNREACHED_MASS = 0.01
 #: Dips of the radius marginal shallower than this (nats) do not separate basins: NUTS crosses
-#: them (on the 1-D benchmark its chains reproduce a marginal with dips of about 1 nat).
-_BARRIER = 3.0
+#: them (on the 1-D benchmark its chains reproduce a marginal with dips of about 1 nat). It was 3:
+#: SAXS split 0's radius shoulder (0.7 % of the mass behind a 1.8-nat dip) then counted as part of
+#: the main basin, whose chains under-visited it and diverged 2-10 times per fit over four seeds;
+#: sampled as a basin of its own (``sample_basins``' ``min_mass`` 0.005), 0 times, same seeds.
+BASIN_BARRIER = 1.5
 
 
 @dataclass(frozen=True)
@@ -116,21 +120,21 @@ class SLEPriors(dict):
 def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
     """The coarse grid posterior over the priors' ranges; the fine one over where the coarse one
     puts all but ``_FINE_TAIL`` of the mass of its basins holding ``_UNREACHED_MASS``; and the
-    fine one's radius basins behind dips of more than ``_BARRIER`` nats, highest mass first. A
+    fine one's radius basins behind dips of more than ``BASIN_BARRIER`` nats, highest mass first. A
     warning when basins other than the one holding the grid's mode hold more than
     ``_UNREACHED_MASS``."""
     common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
     coarse = grid_posterior(distances, rows, y, **common, **_START_GRID)
-    sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=_BARRIER)
+    sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=BASIN_BARRIER)
     axes = {
         name: np.geomspace(*coarse.mass_range(name, _FINE_TAIL, sampled), _FINE_GRID[f"n_{name}"])
         for name in ("radius", "ls")
     }
     grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_START_GRID["n_scale"])
-    basins = grid.radius_modes(min_mass=0.0, barrier=_BARRIER)
+    basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
     if sum(b.mass >= _UNREACHED_MASS for b in basins) > 1:  # the masses weigh sample_basins' pool
         grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_WEIGHING_SCALES)
-        basins = grid.radius_modes(min_mass=0.0, barrier=_BARRIER)
+        basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
     start = grid.mode()["radius"]
     home = next(b for b in basins if b.low <= start <= b.high)
     if 1.0 - home.mass > _UNREACHED_MASS:
@@ -208,9 +212,10 @@ def sle_priors(
     Their masses, which weigh the pooled draws, come from one more pass over the fine grid with
     64 cells (instead of 16) for each of ``eta`` and ``sigma``.
 
-    Basins behind dips deeper than 3 nats that hold more than 1 % of the mass are reported by a
-    warning and in ``basins``; :func:`pymc_sle.inference.sample_basins` samples each and pools
-    them by their grid mass (it is ``pm.sample`` when there is one basin). The two grids cost
+    Basins behind dips deeper than 1.5 nats (``BASIN_BARRIER``) that hold at least 0.1 % of the
+    mass are listed in ``basins``, and a warning names them when those outside the start's hold
+    more than 1 %; :func:`pymc_sle.inference.sample_basins` samples each holding at least 0.5 %
+    and pools them by their grid mass (it is ``pm.sample`` when there is one). The two grids cost
     2,048 eigendecompositions of the ``n x n`` training Gram matrix: with one BLAS thread, about
     1 s at n = 50, 8 s at n = 200 and 40 s at n = 400 (plus a few seconds, once per process, to
     compile the kernel); with several basins, a third pass costs 1,280 more. ``start="prior"``
