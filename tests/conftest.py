@@ -40,6 +40,17 @@ def perturbed_graph_distances(n: int, seed: int) -> np.ndarray:
     return D
 
 
+def synthetic_grid(log_marginal: np.ndarray, radius: np.ndarray):
+    """A grid posterior whose radius marginal is ``exp(log_marginal)`` (up to the cells' widths)
+    and flat in the other three parameters (two cells each)."""
+    from pymc_sle.inference.grid import GridPosterior
+
+    shape = (radius.size, 2, 2, 2)
+    log_density = np.broadcast_to(log_marginal[:, None, None, None], shape).copy()
+    axis = np.array([1.0, 2.0])
+    return GridPosterior(radius, axis, axis, axis, log_density, np.zeros(shape[:2]), 0.5)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

@@ -3,9 +3,10 @@
 import numpy as np
 import pymc as pm
 import pytest
+from conftest import synthetic_grid
 
 import pymc_sle as sle
-from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior
+from pymc_sle.inference.grid import RadiusMode, grid_posterior
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +53,6 @@ def test_marginals_are_probabilities(data):
     assert grid.nearest_neighbour == pytest.approx(D[D > 0].min())
 
 
-def _synthetic(log_marginal: np.ndarray, radius: np.ndarray) -> GridPosterior:
-    shape = (radius.size, 2, 2, 2)
-    log_density = np.broadcast_to(log_marginal[:, None, None, None], shape).copy()
-    axis = np.array([1.0, 2.0])
-    return GridPosterior(radius, axis, axis, axis, log_density, np.zeros(shape[:2]), 0.5)
-
-
 def test_radius_modes_split_the_mass_at_the_minimum():
     radius = np.geomspace(1.0, 100.0, 41)
     t = np.log(radius)
@@ -66,7 +60,7 @@ def test_radius_modes_split_the_mass_at_the_minimum():
     density = 0.25 * np.exp(-0.5 * ((t - 1.0) / 0.2) ** 2) + 0.75 * np.exp(
         -0.5 * ((t - 3.5) / 0.2) ** 2
     )
-    modes = _synthetic(np.log(density), radius).radius_modes()
+    modes = synthetic_grid(np.log(density), radius).radius_modes()
     assert len(modes) == 2
     assert modes[0].radius == pytest.approx(np.e, rel=0.15)
     assert modes[1].radius == pytest.approx(np.exp(3.5), rel=0.15)
@@ -76,7 +70,7 @@ def test_radius_modes_split_the_mass_at_the_minimum():
 
 def test_uneven_axes_weigh_cells_by_their_width():
     radius = np.array([1.0, 1.1, 10.0])  # a flat density: mass follows the log widths
-    p = _synthetic(np.zeros(3), radius).marginal("radius")
+    p = synthetic_grid(np.zeros(3), radius).marginal("radius")
     widths = np.gradient(np.log(radius))
     np.testing.assert_allclose(p, widths / widths.sum())
 
@@ -111,7 +105,7 @@ def test_shallow_dips_do_not_separate_basins_behind_a_barrier():
     # Two bumps whose dividing dip is about 1 nat deep, then a far third one behind a deep dip.
     density = (np.exp(-0.5 * ((t - 1.0) / 0.3) ** 2) + np.exp(-0.5 * ((t - 1.8) / 0.3) ** 2)
                + np.exp(-0.5 * ((t - 4.0) / 0.1) ** 2))  # fmt: skip
-    grid = _synthetic(np.log(density), radius)
+    grid = synthetic_grid(np.log(density), radius)
     assert len(grid.radius_modes()) == 3  # every dip
     merged = grid.radius_modes(barrier=3.0)
     assert len(merged) == 2

@@ -4,6 +4,7 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytest
+from conftest import synthetic_grid
 from scipy import stats
 
 import pymc_sle
@@ -107,7 +108,7 @@ def test_sle_priors_start_at_the_grid_mode_and_keep_the_radius_prior():
     rows = np.arange(y.size)
     with pm.Model() as model:
         priors = sle_priors(D, rows, y, inner="rbf")
-    _, grid, _ = priors_module._search(D, rows, y, None, 0.95, "rbf", None)
+    _, grid, _, _ = priors_module._search(D, rows, y, None, 0.95, "rbf", None)
     mode = grid.mode()
     start = model.initial_point()
     ls_at_start = model.compile_fn(model.replace_rvs_by_values([priors["ls"]])[0],
@@ -123,6 +124,23 @@ def test_sle_priors_start_at_the_grid_mode_and_keep_the_radius_prior():
     ours = pm.logp(priors["radius"], radius).eval()
     theirs = pm.logp(plain["radius"], radius).eval()
     assert ours == pytest.approx(theirs, rel=1e-12)
+
+
+@pytest.mark.parametrize("separation, maps", [(1.5, True), (2.0, False)])
+def test_basins_apart_keep_the_maps_unless_a_trench_separates_them(separation, maps):
+    """70 % and 30 % of the radius mass behind a dip: sampled apart either way (deeper than
+    BASIN_BARRIER), on the maps only when the dip is shallower than 3 nats."""
+    from pymc_sle.inference import priors as priors_module
+
+    radius = np.geomspace(1.0, 100.0, 81)
+    t = np.log(radius)
+    density = 0.7 * np.exp(-0.5 * ((t - 1.0) / 0.3) ** 2) + 0.3 * np.exp(
+        -0.5 * ((t - 1.0 - separation) / 0.3) ** 2
+    )
+    grid = synthetic_grid(np.log(density), radius)
+    apart = grid.radius_modes(min_mass=0.0, barrier=priors_module.BASIN_BARRIER)
+    assert [m.mass for m in apart] == pytest.approx([0.7, 0.3], abs=0.02)
+    assert priors_module._uses_maps(grid) is maps
 
 
 def test_sle_priors_prior_start_keeps_pymc_defaults():

@@ -71,6 +71,13 @@ _UNREACHED_MASS = 0.01
 #: the main basin, whose chains under-visited it and diverged 2-10 times per fit over four seeds;
 #: sampled as a basin of its own (``sample_basins``' ``min_mass`` 0.005), 0 times, same seeds.
 BASIN_BARRIER = 1.5
+#: Dips deeper than this (nats) between basins that each hold ``_UNREACHED_MASS`` become short,
+#: deep trenches on the radius's quantile scale, where leapfrog steps diverge: the maps are then
+#: not used. Shallower dips keep them, also when ``BASIN_BARRIER`` separates the basins: the
+#: gallery's W2-image model (71 % and 29 % behind a dip of 1.5-3 nats) diverged 8 and 8 times on
+#: centred log scales (sampler seeds 1, 2) against 0 and 0 on the maps as one basin. The fine
+#: grid spans the basins this separates.
+_TRENCH = 3.0
 
 
 @dataclass(frozen=True)
@@ -119,13 +126,14 @@ class SLEPriors(dict):
 
 def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
     """The coarse grid posterior over the priors' ranges; the fine one over where the coarse one
-    puts all but ``_FINE_TAIL`` of the mass of its basins holding ``_UNREACHED_MASS``; and the
-    fine one's radius basins behind dips of more than ``BASIN_BARRIER`` nats, highest mass first. A
-    warning when basins other than the one holding the grid's mode hold more than
-    ``_UNREACHED_MASS``."""
+    puts all but ``_FINE_TAIL`` of the mass of its basins (behind ``_TRENCH``-nat dips) holding
+    ``_UNREACHED_MASS``; the fine one's radius basins behind dips of more than
+    ``BASIN_BARRIER`` nats, highest mass first; and whether at most one basin behind
+    ``_TRENCH``-nat dips holds ``_UNREACHED_MASS`` (the maps are then used). A warning when
+    basins other than the one holding the grid's mode hold more than ``_UNREACHED_MASS``."""
     common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
     coarse = grid_posterior(distances, rows, y, **common, **_START_GRID)
-    sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=BASIN_BARRIER)
+    sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=_TRENCH)
     axes = {
         name: np.geomspace(*coarse.mass_range(name, _FINE_TAIL, sampled), _FINE_GRID[f"n_{name}"])
         for name in ("radius", "ls")
@@ -152,7 +160,13 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
             UserWarning,
             stacklevel=3,
         )
-    return coarse, grid, _reported(basins)
+    return coarse, grid, _reported(basins), _uses_maps(grid)
+
+
+def _uses_maps(grid) -> bool:
+    """Whether at most one of the grid's radius basins behind dips deeper than ``_TRENCH`` nats
+    holds ``_UNREACHED_MASS``: the quantile scale then has no trench to diverge in."""
+    return len(grid.radius_modes(min_mass=_UNREACHED_MASS, barrier=_TRENCH)) <= 1
 
 
 def _reported(basins) -> list:
@@ -205,17 +219,18 @@ def sle_priors(
       samples ``ls_rel`` (named ``f"{names['ls']}_rel"``), which does not follow the radius;
     - every chain starts at the grid's mode, jittered by about a posterior standard deviation.
 
-    When several basins each hold at least 1 % of the mass, the two maps are not used (squeezed
-    dips become trenches where NUTS diverges): as in the previous release, the variables are
-    sampled on log scales centred at the coarse grid's mode, in units of half a grid cell (radius)
-    or their posterior spread, and :func:`pymc_sle.inference.sample_basins` samples every basin.
-    Their masses, which weigh the pooled draws, come from one more pass over the fine grid with
-    64 cells (instead of 16) for each of ``eta`` and ``sigma``.
+    When basins behind dips deeper than 3 nats each hold at least 1 % of the mass, the two maps
+    are not used (squeezed dips become trenches where NUTS diverges): as in the previous
+    release, the variables are sampled on log scales centred at the coarse grid's mode, in units
+    of half a grid cell (radius) or their posterior spread, and
+    :func:`pymc_sle.inference.sample_basins` samples every basin.
 
     Basins behind dips deeper than 1.5 nats (``BASIN_BARRIER``) that hold at least 0.1 % of the
     mass are listed in ``basins``, and a warning names them when those outside the start's hold
     more than 1 %; :func:`pymc_sle.inference.sample_basins` samples each holding at least 0.5 %
-    and pools them by their grid mass (it is ``pm.sample`` when there is one). The two grids cost
+    and pools them by their grid mass (it is ``pm.sample`` when there is one). When two or more
+    hold at least 1 %, their masses come from one more pass over the fine grid with 64 cells
+    (instead of 16) for each of ``eta`` and ``sigma``. The two grids cost
     2,048 eigendecompositions of the ``n x n`` training Gram matrix: with one BLAS thread, about
     1 s at n = 50, 8 s at n = 200 and 40 s at n = 400 (plus a few seconds, once per process, to
     compile the kernel); with several basins, a third pass costs 1,280 more. ``start="prior"``
@@ -272,14 +287,15 @@ def sle_priors(
             }
         )
 
-    coarse, grid, found = _search(distances, rows, y, landmarks, mass, inner, inner_kwargs)
+    coarse, grid, found, straighten = _search(
+        distances, rows, y, landmarks, mass, inner, inner_kwargs
+    )
     # Across basins behind deep dips the quantile scale squeezes each dip into a short, deep
     # trench, where leapfrog steps diverge (strings, split 2: r-hat 1.61, 122 divergences).
     # sample_basins then samples each basin as the first release did: on log scales centred
     # at the coarse grid's mode (strings, split 2: r-hat 1.008 with nutpie). Centring on the fine
     # grid instead gave r-hat 1.056 there. The basins, their masses and starts come from the
     # fine grid (with finer eta and sigma cells to weigh them: _WEIGHING_SCALES).
-    straighten = sum(b.mass >= _UNREACHED_MASS for b in found) <= 1
     ridge = Ridge(grid) if straighten else None
     centre = grid if straighten else coarse
 
