@@ -126,20 +126,31 @@ def test_sle_priors_start_at_the_grid_mode_and_keep_the_radius_prior():
     assert ours == pytest.approx(theirs, rel=1e-12)
 
 
-@pytest.mark.parametrize("separation, maps", [(1.5, True), (2.0, False)])
-def test_basins_apart_keep_the_maps_unless_a_trench_separates_them(separation, maps):
-    """70 % and 30 % of the radius mass behind a dip: sampled apart either way (deeper than
-    BASIN_BARRIER), on the maps only when the dip is shallower than 3 nats."""
+@pytest.mark.parametrize(
+    "weights, separation, masses, maps",
+    [
+        ((0.7, 0.3), 1.5, [1.0], True),  # a 1.5-3-nat dip: NUTS crosses it, one basin
+        ((0.97, 0.03), 1.7, [0.97, 0.03], True),  # ... unless behind it lies a shoulder (< 5 %)
+        ((0.7, 0.3), 2.0, [0.7, 0.3], False),  # a dip deeper than 3 nats: a trench, no maps
+    ],
+)
+def test_radius_basins_split_off_shoulders_and_trenches_drop_the_maps(
+    weights, separation, masses, maps
+):
     from pymc_sle.inference import priors as priors_module
 
     radius = np.geomspace(1.0, 100.0, 81)
     t = np.log(radius)
-    density = 0.7 * np.exp(-0.5 * ((t - 1.0) / 0.3) ** 2) + 0.3 * np.exp(
+    density = weights[0] * np.exp(-0.5 * ((t - 1.0) / 0.3) ** 2) + weights[1] * np.exp(
         -0.5 * ((t - 1.0 - separation) / 0.3) ** 2
     )
     grid = synthetic_grid(np.log(density), radius)
-    apart = grid.radius_modes(min_mass=0.0, barrier=priors_module.BASIN_BARRIER)
-    assert [m.mass for m in apart] == pytest.approx([0.7, 0.3], abs=0.02)
+    # the dip below the lower peak: 1.5-3 nats, or deeper than 3 nats when the maps go
+    n_apart = [len(grid.radius_modes(min_mass=0.0, barrier=b)) for b in (1.5, 3.0)]
+    assert n_apart == ([2, 1] if maps else [2, 2])
+    basins = sorted(priors_module._radius_basins(grid), key=lambda b: -b.mass)
+    assert [b.mass for b in basins] == pytest.approx(masses, abs=0.02)
+    assert all(b.low <= b.radius <= b.high for b in basins)
     assert priors_module._uses_maps(grid) is maps
 
 

@@ -29,10 +29,12 @@ from pymc_sle.inference._bounds import (
     target_scale,
 )
 from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
-from pymc_sle.inference.grid import grid_posterior
+from pymc_sle.inference.grid import RadiusMode, grid_posterior
 
 __all__ = [
     "BASIN_BARRIER",
+    "SHOULDER_BARRIER",
+    "SHOULDER_MASS",
     "Basin",
     "SLEBounds",
     "SLEPriors",
@@ -66,18 +68,18 @@ _WEIGHING_SCALES = 64
 #: Mass outside the start basin above which ``sle_priors`` warns.
 _UNREACHED_MASS = 0.01
 #: Dips of the radius marginal shallower than this (nats) do not separate basins: NUTS crosses
-#: them (on the 1-D benchmark its chains reproduce a marginal with dips of about 1 nat). It was 3:
-#: SAXS split 0's radius shoulder (0.7 % of the mass behind a 1.8-nat dip) then counted as part of
-#: the main basin, whose chains under-visited it and diverged 2-10 times per fit over four seeds;
-#: sampled as a basin of its own (``sample_basins``' ``min_mass`` 0.005), 0 times, same seeds.
-BASIN_BARRIER = 1.5
-#: Dips deeper than this (nats) between basins that each hold ``_UNREACHED_MASS`` become short,
-#: deep trenches on the radius's quantile scale, where leapfrog steps diverge: the maps are then
-#: not used. Shallower dips keep them, also when ``BASIN_BARRIER`` separates the basins: the
-#: gallery's W2-image model (71 % and 29 % behind a dip of 1.5-3 nats) diverged 8 and 8 times on
-#: centred log scales (sampler seeds 1, 2) against 0 and 0 on the maps as one basin. The fine
-#: grid spans the basins this separates.
-_TRENCH = 3.0
+#: them (on the 1-D benchmark its chains reproduce a marginal with dips of about 1 nat). Across
+#: deeper ones between basins that each hold ``_UNREACHED_MASS``, the quantile scale makes a
+#: short, deep trench where leapfrog steps diverge: the maps are then not used.
+BASIN_BARRIER = 3.0
+#: A *shoulder*, a basin holding less than ``SHOULDER_MASS`` behind a dip deeper than
+#: ``SHOULDER_BARRIER`` nats, is a basin of its own too: the main basin's chains visit it too
+#: rarely. SAXS split 0's shoulder (0.72 % of the mass behind a 1.8-nat dip) got 0.35 % of their
+#: draws on average, and they diverged 2-10 times per fit over four sampler seeds; sampled apart
+#: (``sample_basins``' ``min_mass`` 0.005), 0 times with the same seeds. Heavier basins behind
+#: such dips are crossed often enough: sampling the W2-image example's 29 % basin behind a
+#: 1.5-3-nat dip apart took 3.5 times the wall time and gave 1 divergence where one basin gave 0.
+SHOULDER_BARRIER, SHOULDER_MASS = 1.5, 0.05
 
 
 @dataclass(frozen=True)
@@ -126,23 +128,22 @@ class SLEPriors(dict):
 
 def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
     """The coarse grid posterior over the priors' ranges; the fine one over where the coarse one
-    puts all but ``_FINE_TAIL`` of the mass of its basins (behind ``_TRENCH``-nat dips) holding
-    ``_UNREACHED_MASS``; the fine one's radius basins behind dips of more than
-    ``BASIN_BARRIER`` nats, highest mass first; and whether at most one basin behind
-    ``_TRENCH``-nat dips holds ``_UNREACHED_MASS`` (the maps are then used). A warning when
-    basins other than the one holding the grid's mode hold more than ``_UNREACHED_MASS``."""
+    puts all but ``_FINE_TAIL`` of the mass of its basins holding ``_UNREACHED_MASS``; the fine
+    one's radius basins and shoulders (:func:`_radius_basins`), highest mass first; and whether
+    the maps are used (:func:`_uses_maps`). A warning when basins other than the one holding the
+    grid's mode hold more than ``_UNREACHED_MASS``."""
     common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
     coarse = grid_posterior(distances, rows, y, **common, **_START_GRID)
-    sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=_TRENCH)
+    sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=BASIN_BARRIER)
     axes = {
         name: np.geomspace(*coarse.mass_range(name, _FINE_TAIL, sampled), _FINE_GRID[f"n_{name}"])
         for name in ("radius", "ls")
     }
     grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_START_GRID["n_scale"])
-    basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
+    basins = _radius_basins(grid)
     if sum(b.mass >= _UNREACHED_MASS for b in basins) > 1:  # the masses weigh sample_basins' pool
         grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_WEIGHING_SCALES)
-        basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
+        basins = _radius_basins(grid)
     start = grid.mode()["radius"]
     home = next(b for b in basins if b.low <= start <= b.high)
     if 1.0 - home.mass > _UNREACHED_MASS:
@@ -163,10 +164,30 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
     return coarse, grid, _reported(basins), _uses_maps(grid)
 
 
+def _radius_basins(grid) -> list[RadiusMode]:
+    """The grid's radius basins behind dips deeper than ``BASIN_BARRIER`` nats, with their
+    shoulders apart: the pieces behind dips deeper than ``SHOULDER_BARRIER`` holding less than
+    ``SHOULDER_MASS``. The heavier pieces of a basin stay one basin, peaked at the heaviest
+    (a basin whose light pieces are not all at its ends stays whole)."""
+    pieces = grid.radius_modes(min_mass=0.0, barrier=SHOULDER_BARRIER)
+    out = []
+    for basin in grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER):
+        inside = [p for p in pieces if basin.low <= p.radius <= basin.high]
+        heavy = [i for i, p in enumerate(inside) if p.mass >= SHOULDER_MASS]
+        if len(heavy) in (0, len(inside)) or heavy != list(range(heavy[0], heavy[-1] + 1)):
+            out.append(basin)
+            continue
+        core = inside[heavy[0] : heavy[-1] + 1]
+        peak = max(core, key=lambda p: p.mass).radius
+        out.append(RadiusMode(peak, sum(p.mass for p in core), core[0].low, core[-1].high))
+        out.extend(p for p in inside if p.mass < SHOULDER_MASS)
+    return out
+
+
 def _uses_maps(grid) -> bool:
-    """Whether at most one of the grid's radius basins behind dips deeper than ``_TRENCH`` nats
-    holds ``_UNREACHED_MASS``: the quantile scale then has no trench to diverge in."""
-    return len(grid.radius_modes(min_mass=_UNREACHED_MASS, barrier=_TRENCH)) <= 1
+    """Whether at most one of the grid's radius basins (behind dips deeper than
+    ``BASIN_BARRIER`` nats) holds ``_UNREACHED_MASS``: the quantile scale then has no trench."""
+    return len(grid.radius_modes(min_mass=_UNREACHED_MASS, barrier=BASIN_BARRIER)) <= 1
 
 
 def _reported(basins) -> list:
@@ -225,8 +246,9 @@ def sle_priors(
     of half a grid cell (radius) or their posterior spread, and
     :func:`pymc_sle.inference.sample_basins` samples every basin.
 
-    Basins behind dips deeper than 1.5 nats (``BASIN_BARRIER``) that hold at least 0.1 % of the
-    mass are listed in ``basins``, and a warning names them when those outside the start's hold
+    Basins behind dips deeper than 3 nats (``BASIN_BARRIER``), and shoulders (less than 5 % of
+    the mass behind dips deeper than 1.5 nats), that hold at least 0.1 % of the mass are listed
+    in ``basins``, and a warning names them when those outside the start's hold
     more than 1 %; :func:`pymc_sle.inference.sample_basins` samples each holding at least 0.5 %
     and pools them by their grid mass (it is ``pm.sample`` when there is one). When two or more
     hold at least 1 %, their masses come from one more pass over the fine grid with 64 cells
