@@ -41,7 +41,7 @@ import pymc as pm
 from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
-from benchmarks.nuts_convergence import BASIN_RULE, PREVIOUS_BASIN_RULE
+from benchmarks.nuts_convergence import BASIN_RULE, PREVIOUS_BASIN_RULE, TRIED_BASIN_RULE
 from benchmarks.studies.common import (
     divergence_starts,
     markdown_rows,
@@ -62,8 +62,9 @@ NOISE_PRIOR, TRIED_NOISE_PRIOR = "HalfNormal(std y)", "Gamma(2, 2.5 / std y), tr
 #: The radius's quantile map: its lower tail now stops within a grid cell of the small-radius
 #: wall; the earlier map reached past it (its fits kept as a record).
 RADIUS_MAP, UNCUT_RADIUS_MAP = "cut at the wall", "reaching past the wall (earlier)"
-#: Tried and not adopted: no maps (centred log scales) whenever basins behind 1.5-nat dips each
-#: hold 1 %; the maps now stay unless such basins lie behind dips deeper than 3 nats.
+#: Tried with the basin rule TRIED_BASIN_RULE, not adopted: no maps (centred log scales) whenever
+#: basins behind 1.5-nat dips each hold 1 %. The maps stay unless dips deeper than 3 nats separate
+#: such basins.
 CENTRED_ACROSS_SHALLOW_DIPS = "none: centred logs across a 1.5-3-nat dip (tried)"
 
 
@@ -246,12 +247,13 @@ def main(argv=None) -> None:
             f"({draws} tune + {draws} draws), one BLAS thread per chain, 2 cores; sampler seeds "
             f"{', '.join(map(str, seeds))}. `sle_priors`'s default noise prior is {NOISE_PRIOR}; "
             "the radius is sampled on its grid quantile scale `u`, whose map's lower tail is "
-            f"{RADIUS_MAP}. `sample_basins` samples apart the radius basins behind "
-            f"{BASIN_RULE} of the grid's mass (the current rule; `basins` counts them, and r̂ "
+            f"{RADIUS_MAP}. `sample_basins` samples apart the radius basins by the basin rule "
+            f"`{BASIN_RULE}` of the grid's mass (the current one; `basins` counts them, and r̂ "
             "and ESS are then the worst over the basins' own chains); rows under the earlier "
-            f"rule, {PREVIOUS_BASIN_RULE}, are kept as a record. "
+            f"rule, `{PREVIOUS_BASIN_RULE}`, and a tried one, `{TRIED_BASIN_RULE}` (which "
+            "split the W2 images' 71 % and 29 % basins), are kept as a record. "
             f"Rows with the map {UNCUT_RADIUS_MAP}, with `{CENTRED_ACROSS_SHALLOW_DIPS}` (the W2 "
-            "images' two basins, 71 % and 29 % of the mass, on centred log scales), with "
+            "images' two basins on centred log scales), with "
             f"{TRIED_NOISE_PRIOR} and "
             "with `target_accept` 0.8 are kept as a record (on the earlier map, `u < -3` lies "
             "further below the wall than on the current one). The mesh rows of the earlier map "

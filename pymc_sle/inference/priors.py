@@ -32,9 +32,6 @@ from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
 from pymc_sle.inference.grid import RadiusMode, grid_posterior
 
 __all__ = [
-    "BASIN_BARRIER",
-    "SHOULDER_BARRIER",
-    "SHOULDER_MASS",
     "Basin",
     "SLEBounds",
     "SLEPriors",
