@@ -75,7 +75,8 @@ BASIN_BARRIER = 3.0
 #: draws on average, and they diverged 2-10 times per fit over four sampler seeds; sampled apart
 #: (``sample_basins``' ``min_mass`` 0.005), 0 times with the same seeds. Heavier basins behind
 #: such dips are crossed often enough: sampling the W2-image example's 29 % basin behind a
-#: 1.5-3-nat dip apart took 3.5 times the wall time and gave 1 divergence where one basin gave 0.
+#: 1.5-3-nat dip apart took 2.8-3.6 times the wall time and gave 1 and 8 divergences (sampler
+#: seeds 1, 2, r-hat up to 1.021) where one basin gave 0 and 0.
 SHOULDER_BARRIER, SHOULDER_MASS = 1.5, 0.05
 
 
