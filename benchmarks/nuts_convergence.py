@@ -403,9 +403,9 @@ def aggregate(rows: list[dict]) -> list[dict]:
 
     def rank(key):
         bench, model, sampler, sampled_as, mass_matrix, rule = key
-        old_mass = mass_matrix != _mass_matrix(model, sampler)
-        old_rule = rule != _identity(model, sampler)[2]
-        return order[bench], current[sampled_as], old_mass, old_rule, model, sampler
+        _, current_mass, current_rule = _identity(model, sampler)
+        return (order[bench], current[sampled_as], mass_matrix != current_mass,
+                rule != current_rule, model, sampler)  # fmt: skip
 
     out = []
     for (bench, model, sampler, *identity), rs in sorted(
