@@ -83,11 +83,14 @@ FIELDS = [
 ]  # fmt: skip
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
-SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls"
+SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls, eta, sigma"
+#: The default before eta and sigma followed ridges of their own (only ls did): at the small-radius
+#: wall the log density at fixed eta and sigma fell off a cliff, where most divergences started.
+RIDGE_LS_SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls"
 UNCUT_SAMPLED_AS = "quantile radius, mean-ridge ls"
-#: The current default before sample_basins confined each basin's chains to its radius interval
-#: (on the strings' split 2 the chains started in one basin strayed into the other).
-UNCONFINED_SAMPLED_AS = f"{SAMPLED_AS}, basins not confined"
+#: The default before sample_basins confined each basin's chains to its radius interval (on the
+#: strings' split 2 the chains started in one basin strayed into the other).
+UNCONFINED_SAMPLED_AS = f"{RIDGE_LS_SAMPLED_AS}, basins not confined"
 FIRST_SAMPLED_AS = "centred log"
 #: A variant tried and not adopted: the uncut map with ``sigma ~ Gamma(2, 2.5 / std(y))`` instead of
 #: ``HalfNormal(std(y))``, which keeps chains away from sigma = 0. It removed the W2-image
@@ -97,7 +100,7 @@ GAMMA_NOISE_SAMPLED_AS = "quantile radius, mean-ridge ls, Gamma noise (tried)"
 #: start; a ridge that followed the conditional mode of log ls (it jumped between two modes on
 #: Teddy); the maps used across several basins (the dips became trenches; now centred log scales
 #: there); the radius map whose lower tail reached past the small-radius wall; basins sampled
-#: without confining their chains.
+#: without confining their chains; ridges for ls only.
 PREVIOUS_SAMPLED_AS = (
     FIRST_SAMPLED_AS,
     "quantile radius, mode-ridge ls",
@@ -106,6 +109,7 @@ PREVIOUS_SAMPLED_AS = (
     GAMMA_NOISE_SAMPLED_AS,
     UNCUT_SAMPLED_AS,
     UNCONFINED_SAMPLED_AS,
+    RIDGE_LS_SAMPLED_AS,
 )
 
 
@@ -561,10 +565,12 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "split 1 and Teddy n = 200 split 1). "
         f"`sampled as`: how `sle_priors` hands the hyperparameters to NUTS; `{SAMPLED_AS}` "
         "(the current default: the radius on the grid posterior's quantile scale, with a lower "
-        "tail cut off within a grid cell of the small-radius wall, `ls` as its ratio to the "
-        "grid's conditional mean of `ls` given the radius) is what the targets "
-        f"check. Rows of earlier defaults are kept as a record: `{FIRST_SAMPLED_AS}` (every "
-        "variable on a log scale centred at the grid mode) and `quantile radius, mode-ridge ls` "
+        "tail cut off within a grid cell of the small-radius wall, and each of `ls`, `eta` and "
+        "`sigma` as its ratio to the grid's conditional mean of it given the radius; on splits "
+        "with several basins behind deep dips, centred log scales as in the first default) is "
+        "what the targets check. Rows of earlier defaults are kept as a record: "
+        f"`{FIRST_SAMPLED_AS}` (every variable on a log scale centred at the grid mode) and "
+        "`quantile radius, mode-ridge ls` "
         "(the ridge followed the conditional mode, which jumps between two modes on Teddy) and "
         "`quantile radius, mean-ridge ls, across basins` (the maps were also used when several "
         "basins are sampled) and `..., fine-grid centred log across basins` (several basins on "
@@ -572,7 +578,10 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         f"first default, centred at the coarse grid's mode; `{UNCUT_SAMPLED_AS}` (the quantile "
         "map's lower tail reached past the small-radius wall, where most divergent trajectories "
         f"started); `{UNCONFINED_SAMPLED_AS}` (the current default with each basin's chains "
-        "free to leave it, which counts the mass they stray into twice). "
+        "free to leave it, which counts the mass they stray into twice); "
+        f"`{RIDGE_LS_SAMPLED_AS}` (only `ls` followed a ridge: at the small-radius wall, where "
+        "the noise and signal scales grow, trajectories at fixed `eta` and `sigma` fell off a "
+        "cliff of the log density and diverged). "
         f"`{GAMMA_NOISE_SAMPLED_AS}` is `{UNCUT_SAMPLED_AS}` with the noise prior "
         "`sigma ~ Gamma(2, 2.5 / std(y))` instead of `HalfNormal(std(y))`: tried, not adopted "
         "(fewer divergences on one example model, not on these benchmarks). "

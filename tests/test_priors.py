@@ -87,9 +87,9 @@ def test_sle_priors_create_named_variables(line_distances):
             names={"radius": "r", "ls": "ell"},
         )
     assert set(priors) == {"radius", "ls", "eta", "sigma"}
-    # ls is sampled as ls_rel, its ratio to the ridge of the posterior (tests/test_transforms.py)
-    assert {rv.name for rv in model.free_RVs} == {"r", "ell_rel", "eta", "sigma"}
-    assert [v.name for v in model.deterministics] == ["ell"]
+    # ls, eta and sigma are sampled as ratios to their ridges (tests/test_transforms.py)
+    assert {rv.name for rv in model.free_RVs} == {"r", "ell_rel", "eta_rel", "sigma_rel"}
+    assert [v.name for v in model.deterministics] == ["ell", "eta", "sigma"]
     draws = pm.draw(priors["radius"], draws=4000, random_seed=1)
     low, high = suggest_bounds(line_distances, np.arange(12), np.sin(np.arange(12.0))).radius
     inside = np.mean((draws > low) & (draws < high))
@@ -111,12 +111,13 @@ def test_sle_priors_start_at_the_grid_mode_and_keep_the_radius_prior():
     _, grid, _, _ = priors_module._search(D, rows, y, None, 0.95, "rbf", None)
     mode = grid.mode()
     start = model.initial_point()
-    ls_at_start = model.compile_fn(model.replace_rvs_by_values([priors["ls"]])[0],
-                                   inputs=model.value_vars, on_unused_input="ignore")  # fmt: skip
+    on_ridges = ["ls", "eta", "sigma"]
+    at_start = model.compile_fn(model.replace_rvs_by_values([priors[n] for n in on_ridges]),
+                                inputs=model.value_vars, on_unused_input="ignore")  # fmt: skip
     # The radius reaches its sampled scale through the transform's inverse, exact to ~1e-5.
-    assert float(ls_at_start(start)) == pytest.approx(mode["ls"], rel=1e-4)
-    for name in ("radius", "eta", "sigma"):
-        assert model.rvs_to_initial_values[priors[name]] == pytest.approx(mode[name])
+    for name, value in zip(on_ridges, at_start(start), strict=True):
+        assert float(value) == pytest.approx(mode[name], rel=1e-4)
+    assert model.rvs_to_initial_values[priors["radius"]] == pytest.approx(mode["radius"])
     # The prior is unchanged: the same log density as sle_priors(start="prior") at any radius.
     with pm.Model() as plain:
         sle_priors(D, rows, y, start="prior")

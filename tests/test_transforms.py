@@ -11,6 +11,7 @@ import pytest
 from backends import MODES
 from scipy import interpolate, stats
 
+from pymc_sle.inference._bounds import target_scale
 from pymc_sle.inference._transforms import Hermite, QuantileLog, Ridge
 from pymc_sle.inference.grid import grid_posterior
 from pymc_sle.priors import lognormal_between, sle_priors, suggest_bounds
@@ -152,6 +153,30 @@ def test_ridge_is_the_conditional_mean():
     np.testing.assert_allclose(ridge.spread, 0.2, rtol=0.01)
 
 
+def test_ridges_of_ls_eta_and_sigma_are_their_own_conditional_means():
+    """Independent given r: log theta | log r ~ N(c_theta(log r), 0.2), three different lines.
+    Each ridge must be its own line, whatever the other axes do."""
+    log_r = np.linspace(-1.0, 1.0, 12)
+    axis = np.linspace(-2.5, 2.5, 51)  # cells of 0.1, half the conditional sd
+    lines = {"ls": 0.4 - 1.3 * log_r, "eta": 0.2 + 0.5 * log_r, "sigma": -0.3 - 0.8 * log_r}
+    log_density = sum(
+        np.expand_dims(-0.5 * ((axis[None, :] - line[:, None]) / 0.2) ** 2,
+                       tuple(a for a in (1, 2, 3) if a != k + 1))
+        for k, line in enumerate(lines.values())
+    )  # fmt: skip
+    grid = dataclasses.replace(
+        _grid(np.exp(log_r), np.exp(axis), np.zeros((12, 51))),
+        eta=np.exp(axis), sigma=np.exp(axis), log_density=log_density,
+    )  # fmt: skip
+    for name, line in lines.items():
+        ridge = Ridge(grid, name)
+        np.testing.assert_allclose(ridge.values, line, atol=1e-3)
+        np.testing.assert_allclose(ridge.spread, 0.2, rtol=0.01)
+    with pytest.raises(ValueError, match=r"`name` must be one of \('ls', 'eta', 'sigma'\), "
+                                         r"but got 'radius'"):  # fmt: skip
+        Ridge(grid, "radius")
+
+
 def test_ridge_moves_continuously_when_the_conditional_has_two_modes():
     """Two ls modes (0.55 and 1.0, as on Teddy) whose weights trade places across the radii: the
     conditional mode would jump by 0.45 between neighbouring radii, the mean moves in steps."""
@@ -197,15 +222,21 @@ def models():
     return mode, prior, priors, suggest_bounds(D, rows, y)
 
 
-def test_ls_is_the_ridge_times_ls_rel_and_its_prior_is_unchanged(models):
+def test_ls_eta_sigma_are_ridges_times_ratios_and_their_priors_are_unchanged(models):
     mode, _, priors, bounds = models
-    assert {rv.name for rv in mode.free_RVs} == {"radius", "ls_rel", "eta", "sigma"}
-    assert mode["ls"] in mode.deterministics
-    radius, ls = pm.draw([priors["radius"], priors["ls"]], draws=20_000, random_seed=3)
+    assert {rv.name for rv in mode.free_RVs} == {"radius", "ls_rel", "eta_rel", "sigma_rel"}
+    assert {v.name for v in mode.deterministics} == {"ls", "eta", "sigma"}
+    names = ["radius", "ls", "eta", "sigma"]
+    radius, ls, eta, sigma = pm.draw([priors[n] for n in names], draws=20_000, random_seed=3)
     params = lognormal_between(*bounds.ls, 0.95)
     reference = stats.norm(params["mu"], params["sigma"])
-    assert stats.kstest(np.log(ls), reference.cdf).pvalue > 0.01
-    assert abs(np.corrcoef(np.log(radius), np.log(ls))[0, 1]) < 0.03  # 20,000 draws: sd 0.007
+    # KS tests at 0.001 each; a scale off by 5 % gives p < 1e-6 with 20,000 draws.
+    assert stats.kstest(np.log(ls), reference.cdf).pvalue > 0.001
+    half_normal = stats.halfnorm(scale=target_scale(_line()[1]))
+    for draws in (eta, sigma):
+        assert stats.kstest(draws, half_normal.cdf).pvalue > 0.001
+    for draws in (ls, eta, sigma):  # 20,000 draws: sd 0.007
+        assert abs(np.corrcoef(np.log(radius), np.log(draws))[0, 1]) < 0.03
 
 
 def test_var_names_cover_what_nuts_samples_and_ls_but_not_later_predictions():
@@ -213,7 +244,7 @@ def test_var_names_cover_what_nuts_samples_and_ls_but_not_later_predictions():
     with pm.Model() as model:
         priors = sle_priors(D, np.arange(y.size), y, inner="rbf")
         pm.Normal("mean", 0.0, 1.0)
-    sampled = ["radius", "ls_rel", "eta", "sigma", "mean", "ls"]
+    sampled = ["radius", "ls_rel", "eta_rel", "sigma_rel", "mean", "ls", "eta", "sigma"]
     assert sorted(priors.var_names(model)) == sorted(sampled)
     idata = az.from_dict(posterior={name: np.ones((2, 5)) for name in sampled})
     with model:
@@ -222,21 +253,22 @@ def test_var_names_cover_what_nuts_samples_and_ls_but_not_later_predictions():
     assert sorted(priors.var_names(model, idata)) == sorted(sampled)
 
 
-def test_joint_density_equals_the_plain_priors_in_radius_and_ls(models):
-    """p(r, ls) = p(r, ls_rel) |d ls_rel / d ls| = p(r, ls_rel) exp(-ridge(log r)), at any point."""
+def test_joint_density_equals_the_plain_priors(models):
+    """p(r, ls, eta, sigma) = p(r, ls_rel, eta_rel, sigma_rel) prod |d theta_rel / d theta|, and
+    |d theta_rel / d theta| = exp(-ridge_theta(log r)), at any point."""
     mode, prior = models[:2]
-    names = ["radius", "ls", "ls_rel", "eta", "sigma"]
+    names = ["radius", "ls", "eta", "sigma", "ls_rel", "eta_rel", "sigma_rel"]
     outputs = mode.replace_rvs_by_values([mode[name] for name in names])
     values = mode.compile_fn(outputs, inputs=mode.value_vars, on_unused_input="ignore")
     logp_mode, logp_prior = mode.compile_logp(jacobian=False), prior.compile_logp(jacobian=False)
     rng = np.random.default_rng(4)
     for _ in range(4):  # points in the sampled space, about a posterior sd from the start
         point = {k: v + rng.normal() for k, v in mode.initial_point().items()}
-        r, ls, ls_rel, eta, sigma = values(point)
-        log_on_ridge = np.log(ls / ls_rel)
+        r, ls, eta, sigma, *ratios = values(point)
+        log_on_ridges = np.sum(np.log(np.array([ls, eta, sigma]) / ratios))
         plain = {"radius_log__": np.log(r), "ls_log__": np.log(ls),
                  "eta_log__": np.log(eta), "sigma_log__": np.log(sigma)}  # fmt: skip
-        assert logp_mode(point) - log_on_ridge == pytest.approx(logp_prior(plain), rel=1e-10)
+        assert logp_mode(point) - log_on_ridges == pytest.approx(logp_prior(plain), rel=1e-10)
 
 
 def test_log_density_gradient_in_the_sampled_space_matches_finite_differences(models):
@@ -258,7 +290,7 @@ def test_chains_start_at_the_grid_mode(models):
     mode, _, priors, _ = models
     start = mode.initial_point()
     assert start["ls_rel_centeredlog__"] == 0.0
-    assert start["eta_centeredlog__"] == 0.0 and start["sigma_centeredlog__"] == 0.0
+    assert start["eta_rel_centeredlog__"] == 0.0 and start["sigma_rel_centeredlog__"] == 0.0
     radius = mode.rvs_to_initial_values[priors["radius"]]
     transform = mode.rvs_to_transforms[priors["radius"]]
     assert start["radius_quantilelog__"] == pytest.approx(transform.to_unit(radius), abs=1e-9)

@@ -7,7 +7,12 @@ obstacles for NUTS (``docs/hyperposterior.md``):
   rarely;
 - ``log ls`` follows ``log radius`` along a curved ridge: flat while bumps reach few neighbours,
   falling like :math:`-2 \log r` once they cover everything (embedding distances shrink like
-  :math:`1/r^2`).
+  :math:`1/r^2`). ``log eta`` and ``log sigma`` bend with it near the small-radius wall: as
+  bumps lose their nearest neighbours, the noise and the signal grow. On the strings
+  benchmark's split 0 the grid's conditional means of ``log sigma`` and ``log eta`` rise by 0.8
+  and 0.3 between :math:`u = -3` and :math:`u = -4.5` on the radius's quantile scale (below); at
+  fixed ``eta`` and ``sigma`` the log density falls by 90 nats over that stretch, and most
+  divergent trajectories left from it.
 
 Neither is fixed by a mass matrix, which is linear. Both are undone by maps read off the grid,
 each a smooth bijection, so the prior and the posterior are exactly those of the model:
@@ -16,8 +21,9 @@ each a smooth bijection, so the prior and the posterior are exactly those of the
   :math:`g` pushes a standard normal onto (a widened copy of) the grid's marginal of
   :math:`\log r`. In :math:`u` the marginal is close to :math:`N(0, 1)`: its dips are squeezed
   into short intervals.
-- :class:`Ridge` is the grid's conditional mean :math:`m(\log r) = E[\log ls \mid \log r]`;
-  ``sle_priors`` samples :math:`\log ls - m(\log r)` instead of :math:`\log ls`.
+- :class:`Ridge` is the grid's conditional mean :math:`m(\log r) = E[\log \theta \mid \log r]`;
+  ``sle_priors`` samples :math:`\log \theta - m(\log r)` instead of :math:`\log \theta`, for
+  each of ``ls``, ``eta`` and ``sigma``.
 
 Both maps are piecewise-cubic Hermite interpolants (PCHIP) with continuous first derivatives,
 so the log density and its gradient are continuous, as leapfrog integration needs.
@@ -205,21 +211,29 @@ def _cumulative(x, density):
 
 
 class Ridge(Hermite):
-    r"""The ridge :math:`m(\log r) = E[\log ls \mid \log r]` of a grid posterior, as a
-    :class:`Hermite` function of :math:`\log r`; :attr:`spread` is the conditional standard
-    deviation of :math:`\log ls` at each grid radius.
+    r"""The ridge :math:`m(\log r) = E[\log \theta \mid \log r]` of a grid posterior, for
+    :math:`\theta` one of ``ls``, ``eta`` and ``sigma`` (``name``), as a :class:`Hermite`
+    function of :math:`\log r`; :attr:`spread` is the conditional standard deviation of
+    :math:`\log \theta` at each grid radius.
 
     The conditional mean, not the mode: on Teddy the conditional of :math:`\log ls` has two
     modes whose weights trade places within the radius posterior, and a ridge following the
-    higher one jumps between them. The mean moves continuously. The grid's length-scale cells
-    must be narrower than the conditional spread, or the mean snaps from cell to cell.
+    higher one jumps between them. The mean moves continuously. The grid's cells of
+    :math:`\theta` must be narrower than the conditional spread, or the mean snaps from cell to
+    cell.
     """
 
-    def __init__(self, grid):
-        log_joint = special.logsumexp(grid.log_density, axis=(2, 3))  # (radius, ls) cells
+    #: The variables a ridge can follow: the grid's axes 1, 2 and 3 (axis 0 is the radius).
+    followed = ("ls", "eta", "sigma")
+
+    def __init__(self, grid, name: str = "ls"):
+        if name not in self.followed:
+            raise ValueError(f"`name` must be one of {self.followed}, but got {name!r}")
+        others = tuple(a for a in (1, 2, 3) if a != 1 + self.followed.index(name))
+        log_joint = special.logsumexp(grid.log_density, axis=others)  # (radius, theta) cells
         weights = special.softmax(log_joint, axis=1)
-        log_ls = np.log(grid.ls)
-        mean = weights @ log_ls
-        self.spread = np.sqrt(np.maximum(weights @ log_ls**2 - mean**2, 0.0))
+        log_theta = np.log(getattr(grid, name))
+        mean = weights @ log_theta
+        self.spread = np.sqrt(np.maximum(weights @ log_theta**2 - mean**2, 0.0))
         log_radius = np.log(grid.radius)
         super().__init__(log_radius[0], log_radius[1] - log_radius[0], mean)

@@ -193,11 +193,16 @@ def _reported(basins) -> list:
     return [b for b in sorted(basins, key=lambda b: -b.mass) if b.mass >= _UNREACHED_MASS / 10]
 
 
-def _sampled_start(point: dict[str, float], ridge: Ridge) -> dict[str, float]:
-    """A grid point ``{"radius", "ls", "eta", "sigma"}`` in the sampled variables: ``ls`` is
-    replaced by ``ls_rel = ls / exp(ridge(log radius))``."""
+#: The variables ``sle_priors`` samples relative to their grid ridge when it uses the maps.
+_ON_RIDGES = Ridge.followed
+
+
+def _sampled_start(point: dict[str, float], ridges: dict[str, Ridge]) -> dict[str, float]:
+    """A grid point ``{"radius", "ls", "eta", "sigma"}`` in the sampled variables: each ``name``
+    with a ridge is replaced by ``{name}_rel = value / exp(ridge(log radius))``."""
     out = dict(point)
-    out["ls_rel"] = out.pop("ls") / np.exp(ridge.numpy(np.log(point["radius"])))
+    for name, ridge in ridges.items():
+        out[f"{name}_rel"] = out.pop(name) / np.exp(ridge.numpy(np.log(point["radius"])))
     return out
 
 
@@ -236,10 +241,15 @@ def sle_priors(
       mean of ``log ls`` given the radius and ``ls_rel | radius ~ LogNormal(mu - ridge, sigma)``.
       ``ls`` keeps exactly its ``LogNormal(mu, sigma)`` prior, independent of the radius; NUTS
       samples ``ls_rel`` (named ``f"{names['ls']}_rel"``), which does not follow the radius;
+    - ``eta`` and ``sigma`` likewise follow their own ridges (they grow near the small-radius
+      wall): ``eta = exp(ridge_eta(log radius)) * eta_rel`` with
+      ``eta_rel | radius ~ HalfNormal(std(y) * exp(-ridge_eta))``, so ``eta`` keeps exactly its
+      ``HalfNormal(std(y))`` prior; the same for ``sigma``. NUTS samples ``eta_rel`` and
+      ``sigma_rel``; ``eta`` and ``sigma`` are deterministics;
     - every chain starts at the grid's mode, jittered by about a posterior standard deviation.
 
-    When basins behind dips deeper than 3 nats each hold at least 1 % of the mass, the two maps
-    are not used (squeezed dips become trenches where NUTS diverges): as in the previous
+    When basins behind dips deeper than 3 nats each hold at least 1 % of the mass, the maps are
+    not used (squeezed dips become trenches where NUTS diverges): as in the previous
     release, the variables are sampled on log scales centred at the coarse grid's mode, in units
     of half a grid cell (radius) or their posterior spread, and
     :func:`pymc_sle.inference.sample_basins` samples every basin.
@@ -265,7 +275,8 @@ def sle_priors(
         Prior probability between the bounds.
     names : dict, optional
         Renames variables, e.g. ``{"radius": "r"}``; keys are ``radius``, ``ls``, ``eta``,
-        ``sigma``.
+        ``sigma``. The sampled ratios ``ls_rel``, ``eta_rel`` and ``sigma_rel`` are named
+        ``f"{names[key]}_rel"`` after them.
     inner, inner_kwargs
         The SLE's inner kernel, as for :class:`pymc_sle.SLE`: where the search looks.
     start : {"mode", "prior"}, default "mode"
@@ -292,7 +303,7 @@ def sle_priors(
     if start not in ("mode", "prior"):
         raise ValueError(f"`start` must be 'mode' or 'prior', but got {start!r}")
     names = {"radius": "radius", "ls": "ls", "eta": "eta", "sigma": "sigma", **(names or {})}
-    names.setdefault("ls_rel", f"{names['ls']}_rel")
+    names.update({f"{name}_rel": f"{names[name]}_rel" for name in _ON_RIDGES})
     bounds = suggest_bounds(distances, rows, y, landmarks=landmarks)
     radius_prior = lognormal_between(*bounds.radius, mass)
     ls_prior = lognormal_between(*bounds.ls, mass)
@@ -316,55 +327,69 @@ def sle_priors(
     # at the coarse grid's mode (strings, split 2: r-hat 1.008 with nutpie). Centring on the fine
     # grid instead gave r-hat 1.056 there. The basins, their masses and starts come from the
     # fine grid (with finer eta and sigma cells to weigh them: _WEIGHING_SCALES).
-    ridge = Ridge(grid) if straighten else None
+    ridges = {name: Ridge(grid, name) for name in _ON_RIDGES} if straighten else {}
     centre = grid if straighten else coarse
 
     def sampled(point: dict[str, float]) -> dict[str, float]:
-        return _sampled_start(point, ridge) if straighten else point
+        return _sampled_start(point, ridges)
 
     at = sampled(centre.mode())
 
     def centred(name: str, spread: float) -> dict:
-        axis = getattr(centre, "ls" if name == "ls_rel" else name)
+        axis = getattr(centre, name.removesuffix("_rel"))
         half_step = 0.5 * float(np.log(axis[1] / axis[0]))
         return {
             "initval": at[name],
             "default_transform": CenteredLog(at[name], max(spread, half_step)),
         }
 
-    variables = {
-        "eta": pm.HalfNormal(names["eta"], sigma=scale, **centred("eta", centre.log_spread("eta"))),
-        "sigma": pm.HalfNormal(
-            names["sigma"], sigma=scale, **centred("sigma", centre.log_spread("sigma"))
-        ),
-    }
-    if straighten:
+    if not straighten:  # the variables in the order of the previous release
+        variables = {
+            name: pm.HalfNormal(names[name], sigma=scale, **centred(name, centre.log_spread(name)))
+            for name in ("eta", "sigma")
+        }
+        variables["radius"] = pm.LogNormal(
+            names["radius"], **radius_prior, **centred("radius", 0.0)
+        )
+        variables["ls"] = pm.LogNormal(
+            names["ls"], **ls_prior, **centred("ls", centre.log_spread("ls"))
+        )
+    else:
         radius = pm.LogNormal(
             names["radius"],
             **radius_prior,
             initval=at["radius"],
             default_transform=QuantileLog.from_grid(np.log(grid.radius), grid.marginal("radius")),
         )
+        variables = {"radius": radius}
+
+        def on_ridge(name: str, relative) -> pt.TensorVariable:
+            """``name = exp(ridge(log radius)) * name_rel``, ``name_rel = relative(shift, ...)``
+            with ``shift = ridge(log radius)``: its prior shifted (log scale) or rescaled."""
+            ridge = ridges[name]
+            shift = ridge(pt.log(radius))[0]
+            spread = float(np.interp(np.log(at["radius"]), np.log(grid.radius), ridge.spread))
+            rel = relative(names[f"{name}_rel"], shift, **centred(f"{name}_rel", spread))
+            return pm.Deterministic(names[name], pt.exp(shift) * rel)
+
         # log ls = ridge(log radius) + log ls_rel, ls_rel | radius ~ LogNormal(mu - ridge, sigma):
         # ls ~ LogNormal(mu, sigma) independently of the radius, exactly the prior of "prior".
-        on_ridge = ridge(pt.log(radius))[0]
-        ls_spread = float(np.interp(np.log(at["radius"]), np.log(grid.radius), ridge.spread))
-        ls_rel = pm.LogNormal(
-            names["ls_rel"],
-            mu=ls_prior["mu"] - on_ridge,
-            sigma=ls_prior["sigma"],
-            **centred("ls_rel", ls_spread),
-        )
-        ls = pm.Deterministic(names["ls"], pt.exp(on_ridge) * ls_rel)
-    else:
-        radius = pm.LogNormal(names["radius"], **radius_prior, **centred("radius", 0.0))
-        ls = pm.LogNormal(names["ls"], **ls_prior, **centred("ls", centre.log_spread("ls")))
+        variables["ls"] = on_ridge(
+            "ls", lambda n, shift, **kw: pm.LogNormal(n, mu=ls_prior["mu"] - shift,
+                                                      sigma=ls_prior["sigma"], **kw)
+        )  # fmt: skip
+        # HalfNormal is a scale family: eta_rel | radius ~ HalfNormal(scale * exp(-ridge)) makes
+        # eta ~ HalfNormal(scale), independently of the radius; the same for sigma.
+        for name in ("eta", "sigma"):
+            variables[name] = on_ridge(
+                name, lambda n, shift, **kw: pm.HalfNormal(n, sigma=scale * pt.exp(-shift), **kw)
+            )
     basins = tuple(
         Basin(b.radius, b.mass, b.low, b.high,
               {names[k]: v for k, v in sampled(grid.mode((b.low, b.high))).items()})
         for b in found
     )  # fmt: skip
-    return SLEPriors({"radius": radius, "ls": ls, **variables}, basins)
+    return SLEPriors(variables, basins)
 
 
 def scale_priors(y, *, names: dict[str, str] | None = None) -> dict[str, pm.Distribution]:
