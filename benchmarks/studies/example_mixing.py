@@ -66,6 +66,9 @@ RADIUS_MAP, UNCUT_RADIUS_MAP = "cut at the wall", "reaching past the wall (earli
 #: basins behind 1.5-nat dips each hold 1 %. The maps stay unless dips deeper than 3 nats separate
 #: such basins.
 CENTRED_ACROSS_SHALLOW_DIPS = "none: centred logs across a 1.5-3-nat dip (tried)"
+#: How ``sle_priors`` samples the scales when it uses the maps: ``ls``, ``eta`` and ``sigma`` each
+#: as a ratio to its grid ridge; earlier only ``ls`` (``eta``, ``sigma`` on centred log scales).
+SCALES, LS_RIDGE_SCALES = "ls, eta, sigma on ridges", "ls on its ridge (earlier)"
 
 
 def mesh_model(quick: bool):
@@ -142,7 +145,7 @@ def fit(model, priors, *, seed: int, target_accept: float, draws: int, chains: i
     draws_out["u_divergence_starts"] = starts if quantile else np.array([])  # same axis as u
     row = {
         "seed": seed, "target_accept": target_accept, "noise_prior": NOISE_PRIOR,
-        "radius_map": RADIUS_MAP, "basin_rule": BASIN_RULE, "wall_s": wall,
+        "radius_map": RADIUS_MAP, "basin_rule": BASIN_RULE, "scales": SCALES, "wall_s": wall,
         **worst, "sigma_q05": float(np.quantile(sigma, 0.05)),
         # Pooled basins' r-hat is not a diagnostic; their worst variable is not recorded.
         "r_hat_worst": str(summary["r_hat"].idxmax()) if worst["basins"] == 1 else None,
@@ -194,7 +197,7 @@ def main(argv=None) -> None:
     same = {k: old.get("settings", {}).get(k) for k in settings} == settings
     # older rows' columns
     earlier = {"noise_prior": NOISE_PRIOR, "radius_map": UNCUT_RADIUS_MAP,
-               "basin_rule": PREVIOUS_BASIN_RULE}  # fmt: skip
+               "basin_rule": PREVIOUS_BASIN_RULE, "scales": LS_RIDGE_SCALES}  # fmt: skip
     rows = [earlier | r for r in old.get("fits", [])] if same else []
     first_draws = {}
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -204,9 +207,10 @@ def main(argv=None) -> None:
             else images_model(args.quick, args.cache, args.jobs)
         )  # fmt: skip
         for seed in seeds:
-            key = (example, seed, target_accept, NOISE_PRIOR, RADIUS_MAP, BASIN_RULE)
+            key = (example, seed, target_accept, NOISE_PRIOR, RADIUS_MAP, BASIN_RULE, SCALES)
             if any((r["example"], r["seed"], r["target_accept"], r["noise_prior"],
-                    r["radius_map"], r["basin_rule"]) == key for r in rows):  # fmt: skip
+                    r["radius_map"], r["basin_rule"], r["scales"]) == key
+                   for r in rows):  # fmt: skip
                 continue
             row, sampled = fit(model, priors, seed=seed, target_accept=target_accept,
                                draws=draws, chains=chains)  # fmt: skip
@@ -220,12 +224,13 @@ def main(argv=None) -> None:
             first_draws[example] = {k: saved[k] for k in saved.files}
     figure(first_draws, args.out / f"{stem}.png")
     table = markdown_rows(
-        ["example", "basin rule", "radius map", "noise prior", "target_accept", "seed",
+        ["example", "scales", "basin rule", "radius map", "noise prior", "target_accept", "seed",
          "basins", "r̂ max", "of",
          "bulk ESS min", "tail ESS min", "divergences", "sigma: 5 % quantile, median",
          "divergences starting at u < -3", "... at u > 3", "draws with u < -3", "wall (s)"],
-        [[r["example"], r["basin_rule"], r["radius_map"], r["noise_prior"], r["target_accept"],
-          r["seed"], r.get("basins", 1), round(r["r_hat_max"], 3), r.get("r_hat_worst") or "-",
+        [[r["example"], r["scales"], r["basin_rule"], r["radius_map"], r["noise_prior"],
+          r["target_accept"], r["seed"], r.get("basins", 1), round(r["r_hat_max"], 3),
+          r.get("r_hat_worst") or "-",
           round(r["ess_bulk_min"]),
           round(r["ess_tail_min"]),
           int(r["divergences"]),
@@ -234,7 +239,8 @@ def main(argv=None) -> None:
           percent(r.get("divergence_starts_share_u_above_3"), 0),
           percent(r["share_u_below_wall"], 1),
           round(r["wall_s"])]
-         for r in sorted(rows, key=lambda r: (r["example"], r["basin_rule"] != BASIN_RULE,
+         for r in sorted(rows, key=lambda r: (r["example"], r["scales"] != SCALES,
+                                              r["basin_rule"] != BASIN_RULE,
                                               r["radius_map"] != RADIUS_MAP,
                                               r["noise_prior"] != NOISE_PRIOR,
                                               r["target_accept"] != target_accept, r["seed"]))],
@@ -251,7 +257,10 @@ def main(argv=None) -> None:
             f"`{BASIN_RULE}` of the grid's mass (the current one; `basins` counts them, and r̂ "
             "and ESS are then the worst over the basins' own chains); rows under the earlier "
             f"rule, `{PREVIOUS_BASIN_RULE}`, and a tried one, `{TRIED_BASIN_RULE}` (which "
-            "split the W2 images' 71 % and 29 % basins), are kept as a record. "
+            "split the W2 images' 71 % and 29 % basins), are kept as a record. `scales`: "
+            f"`{SCALES}` (the current default: each sampled as its ratio to the grid's "
+            f"conditional mean given the radius) or `{LS_RIDGE_SCALES}` (`eta` and `sigma` on "
+            "centred log scales). "
             f"Rows with the map {UNCUT_RADIUS_MAP}, with `{CENTRED_ACROSS_SHALLOW_DIPS}` (the W2 "
             "images' two basins on centred log scales), with "
             f"{TRIED_NOISE_PRIOR} and "

@@ -11,7 +11,7 @@ obstacles for NUTS (``docs/hyperposterior.md``):
   bumps lose their nearest neighbours, the noise and the signal grow. On the strings
   benchmark's split 0 the grid's conditional means of ``log sigma`` and ``log eta`` rise by 0.8
   and 0.3 between :math:`u = -3` and :math:`u = -4.5` on the radius's quantile scale (below); at
-  fixed ``eta`` and ``sigma`` the log density falls by 90 nats over that stretch, and most
+  fixed ``eta`` and ``sigma`` the log density falls by about 100 nats over that stretch, and most
   divergent trajectories left from it.
 
 Neither is fixed by a mass matrix, which is linear. Both are undone by maps read off the grid,
