@@ -36,7 +36,8 @@ chains).
 
 The run resumes: every finished fit is appended to the CSV at once, and fits already there are
 skipped, so it can be done in pieces (``--benchmarks``, ``--samplers``, ``--models``,
-``--only-splits``).
+``--only-splits``). ``--scale-ridges`` fits the SLE with ``sle_priors(..., scale_ridges=True)``,
+the option, labelled apart from the default the targets check.
 
 Writes benchmarks/results/nuts_convergence.{csv,json,md,png}.
 
@@ -83,14 +84,16 @@ FIELDS = [
 ]  # fmt: skip
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
-SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls, eta, sigma"
-#: The default before eta and sigma followed ridges of their own (only ls did): at the small-radius
-#: wall the log density at fixed eta and sigma fell off a cliff, where most divergences started.
-RIDGE_LS_SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls"
+SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls"
+#: Tried as the default, kept as an option (``sle_priors(..., scale_ridges=True)``): eta and sigma
+#: also follow ridges of their own. It removed the divergences that start at the small-radius
+#: wall, where at fixed eta and sigma the log density falls off a cliff, and gave the gallery's
+#: W2-image model divergences it does not have by default.
+SCALE_RIDGES_SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls, eta, sigma"
 UNCUT_SAMPLED_AS = "quantile radius, mean-ridge ls"
 #: The default before sample_basins confined each basin's chains to its radius interval (on the
 #: strings' split 2 the chains started in one basin strayed into the other).
-UNCONFINED_SAMPLED_AS = f"{RIDGE_LS_SAMPLED_AS}, basins not confined"
+UNCONFINED_SAMPLED_AS = f"{SAMPLED_AS}, basins not confined"
 FIRST_SAMPLED_AS = "centred log"
 #: A variant tried and not adopted: the uncut map with ``sigma ~ Gamma(2, 2.5 / std(y))`` instead of
 #: ``HalfNormal(std(y))``, which keeps chains away from sigma = 0. It removed the W2-image
@@ -100,7 +103,7 @@ GAMMA_NOISE_SAMPLED_AS = "quantile radius, mean-ridge ls, Gamma noise (tried)"
 #: start; a ridge that followed the conditional mode of log ls (it jumped between two modes on
 #: Teddy); the maps used across several basins (the dips became trenches; now centred log scales
 #: there); the radius map whose lower tail reached past the small-radius wall; basins sampled
-#: without confining their chains; ridges for ls only.
+#: without confining their chains; and the scale ridges, an option.
 PREVIOUS_SAMPLED_AS = (
     FIRST_SAMPLED_AS,
     "quantile radius, mode-ridge ls",
@@ -109,7 +112,7 @@ PREVIOUS_SAMPLED_AS = (
     GAMMA_NOISE_SAMPLED_AS,
     UNCUT_SAMPLED_AS,
     UNCONFINED_SAMPLED_AS,
-    RIDGE_LS_SAMPLED_AS,
+    SCALE_RIDGES_SAMPLED_AS,
 )
 
 
@@ -148,18 +151,21 @@ def _with_new_columns(row: dict) -> dict:
     return row
 
 
-def _sampled_as(model_name: str) -> str:
-    return SAMPLED_AS if model_name == "SLE" else ""
+def _sampled_as(model_name: str, scale_ridges: bool = False) -> str:
+    if model_name != "SLE":
+        return ""
+    return SCALE_RIDGES_SAMPLED_AS if scale_ridges else SAMPLED_AS
 
 
 def _mass_matrix(model_name: str, sampler: str) -> str:
     return MASS_MATRIX[sampler] if model_name == "SLE" else "diagonal"
 
 
-def _identity(model_name: str, sampler: str) -> tuple[str, str, str]:
-    """The current default's ``IDENTITY`` columns for a model and sampler."""
+def _identity(model_name: str, sampler: str, scale_ridges: bool = False) -> tuple[str, str, str]:
+    """The current default's ``IDENTITY`` columns for a model and sampler (with
+    ``scale_ridges``: the option's)."""
     rule = BASIN_RULE if model_name == "SLE" else ""
-    return _sampled_as(model_name), _mass_matrix(model_name, sampler), rule
+    return _sampled_as(model_name, scale_ridges), _mass_matrix(model_name, sampler), rule
 
 
 def _is_current(entry: dict) -> bool:
@@ -272,13 +278,15 @@ BENCHMARKS: dict[str, Callable] = {
 }
 
 
-def sle_model(bench: Benchmark, ctx: Context, offset: float):
+def sle_model(bench: Benchmark, ctx: Context, offset: float, scale_ridges: bool = False):
     """The README recipe on one split: returns (model, gp, priors, multimodal warning or "")."""
     D = ctx.landmark[bench.kind]
     rows = np.arange(ctx.n_train)
     with pm.Model() as model, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        priors = sle.priors.sle_priors(D, rows, ctx.y_train - offset, inner=bench.inner)
+        priors = sle.priors.sle_priors(
+            D, rows, ctx.y_train - offset, inner=bench.inner, scale_ridges=scale_ridges
+        )
         cov = priors["eta"] ** 2 * sle.SLE(
             D, radius=priors["radius"], ls=priors["ls"], inner=bench.inner
         )
@@ -288,13 +296,19 @@ def sle_model(bench: Benchmark, ctx: Context, offset: float):
     return model, gp, priors, basins[0] if basins else ""
 
 
-def fit(bench: Benchmark, ctx: Context, model_name: str, settings: NutsSettings) -> dict:
+def fit(
+    bench: Benchmark,
+    ctx: Context,
+    model_name: str,
+    settings: NutsSettings,
+    scale_ridges: bool = False,
+) -> dict:
     """Build and sample one model on one split; one CSV row."""
     start = time.perf_counter()
     y_test = bench.problem.y[bench.problem.test]
     if model_name == "SLE":
         offset = float(ctx.y_train.mean())
-        model, gp, priors, warning = sle_model(bench, ctx, offset)
+        model, gp, priors, warning = sle_model(bench, ctx, offset, scale_ridges)
     else:
         offset, warning, priors = 0.0, "", None
         model, gp, _ = build(bench.baseline, ctx)
@@ -314,7 +328,8 @@ def fit(bench: Benchmark, ctx: Context, model_name: str, settings: NutsSettings)
         "min_ess_per_s": d["ess_bulk_min"] / wall, **result.scores,
         "multimodal_warning": warning, "predict_s": result.seconds - result.sampling_seconds,
         "steps_per_draw": steps,
-        **dict(zip(IDENTITY, _identity(model_name, settings.nuts_sampler), strict=True)),
+        **dict(zip(IDENTITY, _identity(model_name, settings.nuts_sampler, scale_ridges),
+                   strict=True)),
     }  # fmt: skip
 
 
@@ -361,7 +376,8 @@ def run(args, settings: NutsSettings, csv_path: Path) -> None:
             for model in ("SLE", "baseline")
             for sampler in (args.samplers if model == "SLE" else ("pymc",))
             if model in args.models
-            and _fit_key(name, split, model, sampler, _identity(model, sampler)) not in done
+            and _fit_key(name, split, model, sampler, _identity(model, sampler, args.scale_ridges))
+            not in done
         ]
         if not todo:
             continue
@@ -369,7 +385,7 @@ def run(args, settings: NutsSettings, csv_path: Path) -> None:
         contexts = bench.contexts(args.splits)
         for split, model, sampler in todo:
             run_settings = NutsSettings(**{**settings.__dict__, "nuts_sampler": sampler})
-            row = fit(bench, contexts[split], model, run_settings)
+            row = fit(bench, contexts[split], model, run_settings, args.scale_ridges)
             append_row(csv_path, row)
             print(f"{name} split {split} {model} {sampler}: r-hat {row['r_hat_max']:.3f}, "
                   f"ESS {row['ess_bulk_min']:.0f}, PICP {row['picp']:.3f}, "
@@ -565,10 +581,9 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "split 1 and Teddy n = 200 split 1). "
         f"`sampled as`: how `sle_priors` hands the hyperparameters to NUTS; `{SAMPLED_AS}` "
         "(the current default: the radius on the grid posterior's quantile scale, with a lower "
-        "tail cut off within a grid cell of the small-radius wall, and each of `ls`, `eta` and "
-        "`sigma` as its ratio to the grid's conditional mean of it given the radius; on splits "
-        "with several basins behind deep dips, centred log scales as in the first default) is "
-        "what the targets check. Rows of earlier defaults are kept as a record: "
+        "tail cut off within a grid cell of the small-radius wall, `ls` as its ratio to the "
+        "grid's conditional mean of `ls` given the radius) is what the targets check. Rows of "
+        "earlier defaults are kept as a record: "
         f"`{FIRST_SAMPLED_AS}` (every variable on a log scale centred at the grid mode) and "
         "`quantile radius, mode-ridge ls` "
         "(the ridge followed the conditional mode, which jumps between two modes on Teddy) and "
@@ -579,9 +594,9 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "map's lower tail reached past the small-radius wall, where most divergent trajectories "
         f"started); `{UNCONFINED_SAMPLED_AS}` (the current default with each basin's chains "
         "free to leave it, which counts the mass they stray into twice); "
-        f"`{RIDGE_LS_SAMPLED_AS}` (only `ls` followed a ridge: at the small-radius wall, where "
-        "the noise and signal scales grow, trajectories at fixed `eta` and `sigma` fell off a "
-        "cliff of the log density and diverged). "
+        f"`{SCALE_RIDGES_SAMPLED_AS}` is the option `sle_priors(..., scale_ridges=True)`: `eta` "
+        "and `sigma` also as ratios to their own ridges (tried as the default in one session; "
+        "on splits with several basins behind deep dips it samples as the default does). "
         f"`{GAMMA_NOISE_SAMPLED_AS}` is `{UNCUT_SAMPLED_AS}` with the noise prior "
         "`sigma ~ Gamma(2, 2.5 / std(y))` instead of `HalfNormal(std(y))`: tried, not adopted "
         "(fewer divergences on one example model, not on these benchmarks). "
@@ -629,6 +644,11 @@ def main(argv=None) -> None:
         help="run only these splits (e.g. 2), to do a benchmark in pieces",
     )
     p.add_argument("--summary-only", action="store_true", help="rewrite the summary from the CSV")
+    p.add_argument(
+        "--scale-ridges",
+        action="store_true",
+        help="SLE fits with sle_priors(..., scale_ridges=True), the option (not the default)",
+    )
     args = p.parse_args(argv)
     settings = QUICK_NUTS if args.quick else FULL_NUTS
     args.splits = args.splits or (1 if args.quick else N_SPLITS)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import run_module
 
+from benchmarks.nuts_convergence import SAMPLED_AS, SCALE_RIDGES_SAMPLED_AS
 from benchmarks.paper import results_csv, runner, summary
 
 
@@ -97,6 +98,10 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     assert len(list(csv.DictReader(csv_path.open()))) == 2
     text = (tmp_path / "nuts_convergence_quick.md").read_text()
     assert "| one_d / pymc | r-hat <= 1.01 |" in text
+    # The option is a fit of its own, labelled apart from the default the targets check.
+    run_quick("nuts_convergence", tmp_path, *args, "--models", "SLE", "--scale-ridges")
+    labels = [r["sampled_as"] for r in csv.DictReader(csv_path.open())]
+    assert labels == [SAMPLED_AS, "", SCALE_RIDGES_SAMPLED_AS]
 
 
 def test_nuts_convergence_fills_columns_added_after_a_row_was_written():

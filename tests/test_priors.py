@@ -87,13 +87,25 @@ def test_sle_priors_create_named_variables(line_distances):
             names={"radius": "r", "ls": "ell"},
         )
     assert set(priors) == {"radius", "ls", "eta", "sigma"}
-    # ls, eta and sigma are sampled as ratios to their ridges (tests/test_transforms.py)
-    assert {rv.name for rv in model.free_RVs} == {"r", "ell_rel", "eta_rel", "sigma_rel"}
-    assert [v.name for v in model.deterministics] == ["ell", "eta", "sigma"]
+    # ls is sampled as ls_rel, its ratio to the ridge of the posterior (tests/test_transforms.py)
+    assert {rv.name for rv in model.free_RVs} == {"r", "ell_rel", "eta", "sigma"}
+    assert [v.name for v in model.deterministics] == ["ell"]
     draws = pm.draw(priors["radius"], draws=4000, random_seed=1)
     low, high = suggest_bounds(line_distances, np.arange(12), np.sin(np.arange(12.0))).radius
     inside = np.mean((draws > low) & (draws < high))
     assert inside == pytest.approx(0.95, abs=0.015)  # 4000 draws: binomial sd 0.0034
+
+
+def test_sle_priors_scale_ridges_names_the_ratios_and_checks_its_argument(line_distances):
+    y = np.sin(np.arange(12.0))
+    with pm.Model() as model:
+        sle_priors(line_distances, np.arange(12), y, names={"sigma": "noise"}, scale_ridges=True)
+    assert {rv.name for rv in model.free_RVs} == {"radius", "ls_rel", "eta_rel", "noise_rel"}
+    with pm.Model(), pytest.raises(TypeError, match=r"`scale_ridges` must be a bool, but got 1"):
+        sle_priors(line_distances, np.arange(12), y, scale_ridges=1)
+    message = r"`scale_ridges=True` needs start='mode' .* but got start='prior'"
+    with pm.Model(), pytest.raises(ValueError, match=message):
+        sle_priors(line_distances, np.arange(12), y, start="prior", scale_ridges=True)
 
 
 def _line(n=16, seed=0):

@@ -211,21 +211,28 @@ def _line(n=16, seed=0):
     return np.abs(x[:, None] - x[None, :]), np.sin(6 * x)
 
 
-@pytest.fixture(scope="module")
-def models():
+#: What NUTS samples relative to a ridge: by default ``ls``; with ``scale_ridges=True`` also the
+#: signal and noise scales.
+ON_RIDGES = {False: ("ls",), True: ("ls", "eta", "sigma")}
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["default", "scale_ridges"])
+def models(request):
     D, y = _line()
     rows = np.arange(y.size)
     with pm.Model() as mode:
-        priors = sle_priors(D, rows, y, inner="rbf")
+        priors = sle_priors(D, rows, y, inner="rbf", scale_ridges=request.param)
     with pm.Model() as prior:
         sle_priors(D, rows, y, start="prior")
-    return mode, prior, priors, suggest_bounds(D, rows, y)
+    return mode, prior, priors, suggest_bounds(D, rows, y), ON_RIDGES[request.param]
 
 
-def test_ls_eta_sigma_are_ridges_times_ratios_and_their_priors_are_unchanged(models):
-    mode, _, priors, bounds = models
-    assert {rv.name for rv in mode.free_RVs} == {"radius", "ls_rel", "eta_rel", "sigma_rel"}
-    assert {v.name for v in mode.deterministics} == {"ls", "eta", "sigma"}
+def test_variables_on_ridges_are_ratios_and_their_priors_are_unchanged(models):
+    mode, _, priors, bounds, on_ridges = models
+    plain = {"eta", "sigma"} - set(on_ridges)
+    assert {rv.name for rv in mode.free_RVs} == {"radius", *(f"{n}_rel" for n in on_ridges),
+                                                 *plain}  # fmt: skip
+    assert {v.name for v in mode.deterministics} == set(on_ridges)
     names = ["radius", "ls", "eta", "sigma"]
     radius, ls, eta, sigma = pm.draw([priors[n] for n in names], draws=20_000, random_seed=3)
     params = lognormal_between(*bounds.ls, 0.95)
@@ -239,12 +246,14 @@ def test_ls_eta_sigma_are_ridges_times_ratios_and_their_priors_are_unchanged(mod
         assert abs(np.corrcoef(np.log(radius), np.log(draws))[0, 1]) < 0.03
 
 
-def test_var_names_cover_what_nuts_samples_and_ls_but_not_later_predictions():
+@pytest.mark.parametrize("scale_ridges", [False, True])
+def test_var_names_cover_what_nuts_samples_and_ls_but_not_later_predictions(scale_ridges):
     D, y = _line()
     with pm.Model() as model:
-        priors = sle_priors(D, np.arange(y.size), y, inner="rbf")
+        priors = sle_priors(D, np.arange(y.size), y, inner="rbf", scale_ridges=scale_ridges)
         pm.Normal("mean", 0.0, 1.0)
-    sampled = ["radius", "ls_rel", "eta_rel", "sigma_rel", "mean", "ls", "eta", "sigma"]
+    on_ridges = ON_RIDGES[scale_ridges]
+    sampled = ["radius", "eta", "sigma", "ls", "mean", *(f"{n}_rel" for n in on_ridges)]
     assert sorted(priors.var_names(model)) == sorted(sampled)
     idata = az.from_dict(posterior={name: np.ones((2, 5)) for name in sampled})
     with model:
@@ -254,10 +263,10 @@ def test_var_names_cover_what_nuts_samples_and_ls_but_not_later_predictions():
 
 
 def test_joint_density_equals_the_plain_priors(models):
-    """p(r, ls, eta, sigma) = p(r, ls_rel, eta_rel, sigma_rel) prod |d theta_rel / d theta|, and
-    |d theta_rel / d theta| = exp(-ridge_theta(log r)), at any point."""
-    mode, prior = models[:2]
-    names = ["radius", "ls", "eta", "sigma", "ls_rel", "eta_rel", "sigma_rel"]
+    """p(r, ls, eta, sigma) = p(r, ls_rel, ...) prod |d theta_rel / d theta| over the variables
+    on ridges, and |d theta_rel / d theta| = exp(-ridge_theta(log r)), at any point."""
+    mode, prior, _, _, on_ridges = models
+    names = ["radius", "ls", "eta", "sigma", *(f"{n}_rel" for n in on_ridges)]
     outputs = mode.replace_rvs_by_values([mode[name] for name in names])
     values = mode.compile_fn(outputs, inputs=mode.value_vars, on_unused_input="ignore")
     logp_mode, logp_prior = mode.compile_logp(jacobian=False), prior.compile_logp(jacobian=False)
@@ -265,7 +274,8 @@ def test_joint_density_equals_the_plain_priors(models):
     for _ in range(4):  # points in the sampled space, about a posterior sd from the start
         point = {k: v + rng.normal() for k, v in mode.initial_point().items()}
         r, ls, eta, sigma, *ratios = values(point)
-        log_on_ridges = np.sum(np.log(np.array([ls, eta, sigma]) / ratios))
+        followed = {"ls": ls, "eta": eta, "sigma": sigma}
+        log_on_ridges = sum(np.log(followed[n] / q) for n, q in zip(on_ridges, ratios, strict=True))
         plain = {"radius_log__": np.log(r), "ls_log__": np.log(ls),
                  "eta_log__": np.log(eta), "sigma_log__": np.log(sigma)}  # fmt: skip
         assert logp_mode(point) - log_on_ridges == pytest.approx(logp_prior(plain), rel=1e-10)
@@ -287,10 +297,11 @@ def test_log_density_gradient_in_the_sampled_space_matches_finite_differences(mo
 
 
 def test_chains_start_at_the_grid_mode(models):
-    mode, _, priors, _ = models
+    mode, _, priors, _, on_ridges = models
     start = mode.initial_point()
-    assert start["ls_rel_centeredlog__"] == 0.0
-    assert start["eta_rel_centeredlog__"] == 0.0 and start["sigma_rel_centeredlog__"] == 0.0
+    for name in ("ls", "eta", "sigma"):
+        sampled = f"{name}_rel" if name in on_ridges else name
+        assert start[f"{sampled}_centeredlog__"] == 0.0
     radius = mode.rvs_to_initial_values[priors["radius"]]
     transform = mode.rvs_to_transforms[priors["radius"]]
     assert start["radius_quantilelog__"] == pytest.approx(transform.to_unit(radius), abs=1e-9)

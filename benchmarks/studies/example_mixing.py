@@ -27,7 +27,10 @@ the earlier radius map, whose lower tail reached past the small-radius wall, ``t
 2.5 / std(y))`` instead of ``sle_priors``'s ``HalfNormal(std(y))`` (it keeps chains away from
 ``sigma = 0``). Writes benchmarks/results/studies/example_mixing.{json,md,png}.
 
-Run:  python -m benchmarks.studies.example_mixing [--quick]
+With ``--scale-ridges`` the models are built with ``sle_priors(..., scale_ridges=True)`` (the
+option; its rows are labelled apart, and the figure keeps the default's draws).
+
+Run:  python -m benchmarks.studies.example_mixing [--quick] [--scale-ridges]
 """
 
 from __future__ import annotations
@@ -66,12 +69,13 @@ RADIUS_MAP, UNCUT_RADIUS_MAP = "cut at the wall", "reaching past the wall (earli
 #: basins behind 1.5-nat dips each hold 1 %. The maps stay unless dips deeper than 3 nats separate
 #: such basins.
 CENTRED_ACROSS_SHALLOW_DIPS = "none: centred logs across a 1.5-3-nat dip (tried)"
-#: How ``sle_priors`` samples the scales when it uses the maps: ``ls``, ``eta`` and ``sigma`` each
-#: as a ratio to its grid ridge; earlier only ``ls`` (``eta``, ``sigma`` on centred log scales).
-SCALES, LS_RIDGE_SCALES = "ls, eta, sigma on ridges", "ls on its ridge (earlier)"
+#: How ``sle_priors`` samples the scales when it uses the maps: by default ``ls`` as a ratio to its
+#: grid ridge (``eta``, ``sigma`` on centred log scales); with ``scale_ridges=True`` (``--scale-
+#: ridges``) all three.
+SCALES = {False: "ls on its ridge", True: "ls, eta, sigma on ridges"}
 
 
-def mesh_model(quick: bool):
+def mesh_model(quick: bool, scale_ridges: bool = False):
     """``examples/mesh_gp.py``'s model on the icosphere (50 training vertices when quick)."""
     import trimesh
 
@@ -85,7 +89,7 @@ def mesh_model(quick: bool):
     D = geodesic(mesh.vertices, mesh.faces, cols=train)
     y = field.y[train]
     with pm.Model() as model:
-        priors = sle.priors.sle_priors(D, train, y, inner="matern52")
+        priors = sle.priors.sle_priors(D, train, y, inner="matern52", scale_ridges=scale_ridges)
         cov = priors["eta"] ** 2 * sle.SLE(
             D, radius=priors["radius"], ls=priors["ls"], inner="matern52"
         )
@@ -94,7 +98,7 @@ def mesh_model(quick: bool):
     return model, priors
 
 
-def images_model(quick: bool, cache, jobs: int):
+def images_model(quick: bool, cache, jobs: int, scale_ridges: bool = False):
     """``examples/images_w2.py``'s model (32 images when quick); W2 is cached in ``cache``."""
     n_images = 32 if quick else 150
     data = saxs_images(n_images=n_images, seed=7)
@@ -108,7 +112,7 @@ def images_model(quick: bool, cache, jobs: int):
     train = np.sort(order[: 3 * n_images // 4])
     y = data.y[train]
     with pm.Model() as model:
-        priors = sle.priors.sle_priors(W2, train, y, landmarks=train)
+        priors = sle.priors.sle_priors(W2, train, y, landmarks=train, scale_ridges=scale_ridges)
         cov = priors["eta"] ** 2 * sle.SLE(
             W2, landmarks=train, radius=priors["radius"], ls=priors["ls"], inner="matern32"
         )
@@ -118,7 +122,16 @@ def images_model(quick: bool, cache, jobs: int):
     return model, priors
 
 
-def fit(model, priors, *, seed: int, target_accept: float, draws: int, chains: int):
+def fit(
+    model,
+    priors,
+    *,
+    seed: int,
+    target_accept: float,
+    draws: int,
+    chains: int,
+    scale_ridges: bool = False,
+):
     """One fit: its row of diagnostics and its draws in the sampled coordinates."""
     with model, warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # ArviZ's refactor notice
@@ -145,7 +158,8 @@ def fit(model, priors, *, seed: int, target_accept: float, draws: int, chains: i
     draws_out["u_divergence_starts"] = starts if quantile else np.array([])  # same axis as u
     row = {
         "seed": seed, "target_accept": target_accept, "noise_prior": NOISE_PRIOR,
-        "radius_map": RADIUS_MAP, "basin_rule": BASIN_RULE, "scales": SCALES, "wall_s": wall,
+        "radius_map": RADIUS_MAP, "basin_rule": BASIN_RULE, "scales": SCALES[scale_ridges],
+        "wall_s": wall,
         **worst, "sigma_q05": float(np.quantile(sigma, 0.05)),
         # Pooled basins' r-hat is not a diagnostic; their worst variable is not recorded.
         "r_hat_worst": str(summary["r_hat"].idxmax()) if worst["basins"] == 1 else None,
@@ -158,6 +172,12 @@ def fit(model, priors, *, seed: int, target_accept: float, draws: int, chains: i
             float(np.mean(starts > -WALL_U)) if quantile and starts.size else None,
     }  # fmt: skip
     return row, draws_out
+
+
+def draws_file(stem: str, example: str, seed: int, scales: str) -> str:
+    """Where a fit's draws wait for the figure (in the cache; the option's apart)."""
+    option = "" if scales == SCALES[False] else "_scale_ridges"
+    return f"{stem}_{example}_seed{seed}{option}.npz"
 
 
 def percent(share: float | None, digits: int) -> str:
@@ -185,6 +205,11 @@ def figure(draws: dict, path) -> None:
 
 def main(argv=None) -> None:
     p = parser(__doc__.splitlines()[0])
+    p.add_argument(
+        "--scale-ridges",
+        action="store_true",
+        help="sample with sle_priors(..., scale_ridges=True) (not the default)",
+    )
     args = p.parse_args(argv)
     if args.quick:
         draws, chains, seeds = 60, 2, (1,)
@@ -197,30 +222,33 @@ def main(argv=None) -> None:
     same = {k: old.get("settings", {}).get(k) for k in settings} == settings
     # older rows' columns
     earlier = {"noise_prior": NOISE_PRIOR, "radius_map": UNCUT_RADIUS_MAP,
-               "basin_rule": PREVIOUS_BASIN_RULE, "scales": LS_RIDGE_SCALES}  # fmt: skip
+               "basin_rule": PREVIOUS_BASIN_RULE, "scales": SCALES[False]}  # fmt: skip
     rows = [earlier | r for r in old.get("fits", [])] if same else []
     first_draws = {}
+    scales = SCALES[args.scale_ridges]
     args.cache.mkdir(parents=True, exist_ok=True)
     for example in EXAMPLES:
         model, priors = (
-            mesh_model(args.quick) if example == "mesh"
-            else images_model(args.quick, args.cache, args.jobs)
+            mesh_model(args.quick, args.scale_ridges) if example == "mesh"
+            else images_model(args.quick, args.cache, args.jobs, args.scale_ridges)
         )  # fmt: skip
         for seed in seeds:
-            key = (example, seed, target_accept, NOISE_PRIOR, RADIUS_MAP, BASIN_RULE, SCALES)
+            key = (example, seed, target_accept, NOISE_PRIOR, RADIUS_MAP, BASIN_RULE, scales)
             if any((r["example"], r["seed"], r["target_accept"], r["noise_prior"],
                     r["radius_map"], r["basin_rule"], r["scales"]) == key
                    for r in rows):  # fmt: skip
                 continue
             row, sampled = fit(model, priors, seed=seed, target_accept=target_accept,
-                               draws=draws, chains=chains)  # fmt: skip
+                               draws=draws, chains=chains,
+                               scale_ridges=args.scale_ridges)  # fmt: skip
             rows.append({"example": example, **row})
             write_json(path, {"settings": settings, "fits": rows})
             if seed == seeds[0]:
-                np.savez(args.cache / f"{stem}_{example}_seed{seeds[0]}.npz", **sampled)
+                np.savez(args.cache / draws_file(stem, example, seeds[0], scales), **sampled)
             print(f"{example} seed {seed}: r-hat {row['r_hat_max']:.3f}, bulk ESS "
                   f"{row['ess_bulk_min']:.0f}, {row['divergences']} divergences")  # fmt: skip
-        with np.load(args.cache / f"{stem}_{example}_seed{seeds[0]}.npz") as saved:
+        # The figure shows the default's draws, whichever setting ran.
+        with np.load(args.cache / draws_file(stem, example, seeds[0], SCALES[False])) as saved:
             first_draws[example] = {k: saved[k] for k in saved.files}
     figure(first_draws, args.out / f"{stem}.png")
     table = markdown_rows(
@@ -239,7 +267,7 @@ def main(argv=None) -> None:
           percent(r.get("divergence_starts_share_u_above_3"), 0),
           percent(r["share_u_below_wall"], 1),
           round(r["wall_s"])]
-         for r in sorted(rows, key=lambda r: (r["example"], r["scales"] != SCALES,
+         for r in sorted(rows, key=lambda r: (r["example"], r["scales"] != SCALES[False],
                                               r["basin_rule"] != BASIN_RULE,
                                               r["radius_map"] != RADIUS_MAP,
                                               r["noise_prior"] != NOISE_PRIOR,
@@ -258,9 +286,10 @@ def main(argv=None) -> None:
             "and ESS are then the worst over the basins' own chains); rows under the earlier "
             f"rule, `{PREVIOUS_BASIN_RULE}`, and a tried one, `{TRIED_BASIN_RULE}` (which "
             "split the W2 images' 71 % and 29 % basins), are kept as a record. `scales`: "
-            f"`{SCALES}` (the current default: each sampled as its ratio to the grid's "
-            f"conditional mean given the radius) or `{LS_RIDGE_SCALES}` (`eta` and `sigma` on "
-            "centred log scales). "
+            f"`{SCALES[False]}` (the default: `ls` sampled as its ratio to the grid's "
+            "conditional mean given the radius, `eta` and `sigma` on centred log scales) or "
+            f"`{SCALES[True]}` (`sle_priors(..., scale_ridges=True)`, run with "
+            "`--scale-ridges`). "
             f"Rows with the map {UNCUT_RADIUS_MAP}, with `{CENTRED_ACROSS_SHALLOW_DIPS}` (the W2 "
             "images' two basins on centred log scales), with "
             f"{TRIED_NOISE_PRIOR} and "

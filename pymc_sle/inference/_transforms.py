@@ -12,7 +12,7 @@ obstacles for NUTS (``docs/hyperposterior.md``):
   benchmark's split 0 the grid's conditional means of ``log sigma`` and ``log eta`` rise by 0.8
   and 0.3 between :math:`u = -3` and :math:`u = -4.5` on the radius's quantile scale (below); at
   fixed ``eta`` and ``sigma`` the log density falls by about 100 nats over that stretch, and most
-  divergent trajectories left from it.
+  divergent trajectories left from it (``sle_priors``'s ``scale_ridges`` option).
 
 Neither is fixed by a mass matrix, which is linear. Both are undone by maps read off the grid,
 each a smooth bijection, so the prior and the posterior are exactly those of the model:
@@ -22,8 +22,8 @@ each a smooth bijection, so the prior and the posterior are exactly those of the
   :math:`\log r`. In :math:`u` the marginal is close to :math:`N(0, 1)`: its dips are squeezed
   into short intervals.
 - :class:`Ridge` is the grid's conditional mean :math:`m(\log r) = E[\log \theta \mid \log r]`;
-  ``sle_priors`` samples :math:`\log \theta - m(\log r)` instead of :math:`\log \theta`, for
-  each of ``ls``, ``eta`` and ``sigma``.
+  ``sle_priors`` samples :math:`\log \theta - m(\log r)` instead of :math:`\log \theta` for
+  ``ls``, and with ``scale_ridges=True`` also for ``eta`` and ``sigma``.
 
 Both maps are piecewise-cubic Hermite interpolants (PCHIP) with continuous first derivatives,
 so the log density and its gradient are continuous, as leapfrog integration needs.

@@ -193,7 +193,8 @@ def _reported(basins) -> list:
     return [b for b in sorted(basins, key=lambda b: -b.mass) if b.mass >= _UNREACHED_MASS / 10]
 
 
-#: The variables ``sle_priors`` samples relative to their grid ridge when it uses the maps.
+#: The variables ``sle_priors`` can sample relative to their grid ridges when it uses the maps:
+#: ``ls`` always, ``eta`` and ``sigma`` with ``scale_ridges=True``.
 _ON_RIDGES = Ridge.followed
 
 
@@ -217,6 +218,7 @@ def sle_priors(
     inner="matern32",
     inner_kwargs: dict | None = None,
     start: str = "mode",
+    scale_ridges: bool = False,
 ) -> SLEPriors:
     """Create sensible priors for an SLE GP in the current PyMC model, and a start for NUTS.
 
@@ -241,11 +243,8 @@ def sle_priors(
       mean of ``log ls`` given the radius and ``ls_rel | radius ~ LogNormal(mu - ridge, sigma)``.
       ``ls`` keeps exactly its ``LogNormal(mu, sigma)`` prior, independent of the radius; NUTS
       samples ``ls_rel`` (named ``f"{names['ls']}_rel"``), which does not follow the radius;
-    - ``eta`` and ``sigma`` likewise follow their own ridges (they grow near the small-radius
-      wall): ``eta = exp(ridge_eta(log radius)) * eta_rel`` with
-      ``eta_rel | radius ~ HalfNormal(std(y) * exp(-ridge_eta))``, so ``eta`` keeps exactly its
-      ``HalfNormal(std(y))`` prior; the same for ``sigma``. NUTS samples ``eta_rel`` and
-      ``sigma_rel``; ``eta`` and ``sigma`` are deterministics;
+    - ``eta`` and ``sigma`` on log scales centred at the grid's mode; with
+      ``scale_ridges=True`` they follow ridges of their own instead (below);
     - every chain starts at the grid's mode, jittered by about a posterior standard deviation.
 
     When basins behind dips deeper than 3 nats each hold at least 1 % of the mass, the maps are
@@ -281,6 +280,20 @@ def sle_priors(
         The SLE's inner kernel, as for :class:`pymc_sle.SLE`: where the search looks.
     start : {"mode", "prior"}, default "mode"
         Where NUTS chains start; see above.
+    scale_ridges : bool, default False
+        Sample ``eta`` and ``sigma`` relative to ridges of their own, as ``ls`` is (only where
+        the maps are used): ``eta = exp(ridge_eta(log radius)) * eta_rel`` with ``eta_rel |
+        radius ~ HalfNormal(std(y) * exp(-ridge_eta))``, so ``eta`` keeps exactly its
+        ``HalfNormal(std(y))`` prior; the same for ``sigma``. NUTS then samples ``eta_rel`` and
+        ``sigma_rel``, and ``eta`` and ``sigma`` are deterministics. Turn it on when divergent
+        trajectories start at the small-radius wall (the radius's sampled ``u`` below -3):
+        there the noise and signal scales grow as bumps lose their neighbours, and at fixed
+        ``eta`` and ``sigma`` the log density falls off a cliff. On the strings benchmark's
+        split 0 it took nutpie from 1-4 divergences per fit to none (5 sampler seeds). It is
+        not the default because where the conditional spread of ``sigma`` changes several-fold
+        with the radius the ridge bends the bulk instead: on the gallery's W2-image model it
+        gave 2-8 divergences per fit where the default gives none
+        (``docs/hyperposterior.md``).
 
     Returns
     -------
@@ -302,6 +315,11 @@ def sle_priors(
     """
     if start not in ("mode", "prior"):
         raise ValueError(f"`start` must be 'mode' or 'prior', but got {start!r}")
+    if not isinstance(scale_ridges, bool | np.bool_):
+        raise TypeError(f"`scale_ridges` must be a bool, but got {scale_ridges!r}")
+    if scale_ridges and start == "prior":
+        raise ValueError("`scale_ridges=True` needs start='mode' (the grid search), but got "
+                         "start='prior'")  # fmt: skip
     names = {"radius": "radius", "ls": "ls", "eta": "eta", "sigma": "sigma", **(names or {})}
     names.update({f"{name}_rel": f"{names[name]}_rel" for name in _ON_RIDGES})
     bounds = suggest_bounds(distances, rows, y, landmarks=landmarks)
@@ -327,7 +345,8 @@ def sle_priors(
     # at the coarse grid's mode (strings, split 2: r-hat 1.008 with nutpie). Centring on the fine
     # grid instead gave r-hat 1.056 there. The basins, their masses and starts come from the
     # fine grid (with finer eta and sigma cells to weigh them: _WEIGHING_SCALES).
-    ridges = {name: Ridge(grid, name) for name in _ON_RIDGES} if straighten else {}
+    followed = _ON_RIDGES if scale_ridges else ("ls",)
+    ridges = {name: Ridge(grid, name) for name in followed} if straighten else {}
     centre = grid if straighten else coarse
 
     def sampled(point: dict[str, float]) -> dict[str, float]:
@@ -343,11 +362,13 @@ def sle_priors(
             "default_transform": CenteredLog(at[name], max(spread, half_step)),
         }
 
-    if not straighten:  # the variables in the order of the previous release
-        variables = {
-            name: pm.HalfNormal(names[name], sigma=scale, **centred(name, centre.log_spread(name)))
-            for name in ("eta", "sigma")
-        }
+    # The scales not on ridges first: the variables in the order of the previous release.
+    variables = {
+        name: pm.HalfNormal(names[name], sigma=scale, **centred(name, centre.log_spread(name)))
+        for name in ("eta", "sigma")
+        if name not in ridges
+    }
+    if not straighten:
         variables["radius"] = pm.LogNormal(
             names["radius"], **radius_prior, **centred("radius", 0.0)
         )
@@ -361,7 +382,7 @@ def sle_priors(
             initval=at["radius"],
             default_transform=QuantileLog.from_grid(np.log(grid.radius), grid.marginal("radius")),
         )
-        variables = {"radius": radius}
+        variables["radius"] = radius
 
         def on_ridge(name: str, relative) -> pt.TensorVariable:
             """``name = exp(ridge(log radius)) * name_rel``, ``name_rel = relative(shift, ...)``
@@ -380,7 +401,7 @@ def sle_priors(
         )  # fmt: skip
         # HalfNormal is a scale family: eta_rel | radius ~ HalfNormal(scale * exp(-ridge)) makes
         # eta ~ HalfNormal(scale), independently of the radius; the same for sigma.
-        for name in ("eta", "sigma"):
+        for name in ("eta", "sigma") if scale_ridges else ():
             variables[name] = on_ridge(
                 name, lambda n, shift, **kw: pm.HalfNormal(n, sigma=scale * pt.exp(-shift), **kw)
             )
