@@ -321,7 +321,8 @@ def sle_priors(
         raise ValueError("`scale_ridges=True` needs start='mode' (the grid search), but got "
                          "start='prior'")  # fmt: skip
     names = {"radius": "radius", "ls": "ls", "eta": "eta", "sigma": "sigma", **(names or {})}
-    names.update({f"{name}_rel": f"{names[name]}_rel" for name in _ON_RIDGES})
+    for name in _ON_RIDGES:
+        names.setdefault(f"{name}_rel", f"{names[name]}_rel")
     bounds = suggest_bounds(distances, rows, y, landmarks=landmarks)
     radius_prior = lognormal_between(*bounds.radius, mass)
     ls_prior = lognormal_between(*bounds.ls, mass)
