@@ -168,6 +168,15 @@ def test_nuts_convergence_targets_report_each_figure():
     assert status["PICP in [0.92, 0.97]"] == ("0.930-0.950", "met (2 of 3 splits)")
     assert status["wall <= 10 min"] == ("11.7 min", "missed (2 of 3 splits)")
     assert status["every target"] == ("-", "not run with the current default")  # e.g. one_d
+    # Each target also gives the baseline's figure on the benchmark, when it was run.
+    assert {c["baseline"] for c in targets(summary, n_splits=3)} == {"-"}
+    baseline = {**row(0, 1.002, 0.9, divergences=3), "model": "baseline",
+                "spec": "Geometric Matern", "sampled_as": "", "basin_rule": ""}  # fmt: skip
+    summary = aggregate([row(0, 1.004, 0.95), baseline])
+    of_baseline = {c["target"]: c["baseline"] for c in targets(summary, n_splits=3)}
+    assert of_baseline["0 divergences"] == "3 (Geometric Matern, 1 split)"
+    assert of_baseline["PICP in [0.92, 0.97]"] == "0.900-0.900 (Geometric Matern, 1 split)"
+    assert of_baseline["wall <= 10 min"] == "-"
     # nutpie's fits are checked with the mass matrix sample_basins gives it, not the diagonal one.
     nutpie = [{**row(0, 1.001, 0.95), "sampler": "nutpie", "mass_matrix": mass}
               for mass in ("diagonal", "low-rank")]  # fmt: skip
