@@ -402,7 +402,7 @@ def sle_priors(
         )  # fmt: skip
         # HalfNormal is a scale family: eta_rel | radius ~ HalfNormal(scale * exp(-ridge)) makes
         # eta ~ HalfNormal(scale), independently of the radius; the same for sigma.
-        for name in ("eta", "sigma") if scale_ridges else ():
+        for name in (n for n in ("eta", "sigma") if n in ridges):
             variables[name] = on_ridge(
                 name, lambda n, shift, **kw: pm.HalfNormal(n, sigma=scale * pt.exp(-shift), **kw)
             )
