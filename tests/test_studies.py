@@ -185,3 +185,76 @@ def test_coverage_quick(run_study, sphere):
         halves = (g["contracted"], g["not_contracted"])
         assert sum(h["n"] for h in halves) == recipe["n"]  # the two halves split the group
         assert abs(halves[0]["n"] - halves[1]["n"]) <= 1
+
+
+def test_calibration_candidates_quick(run_study, sphere):
+    from benchmarks.studies.calibration_candidates import BASELINE, CANDIDATES
+
+    out = run_study("calibration_candidates", "--mesh", sphere)
+    stats = json.loads((out / "calibration_candidates.json").read_text())
+    assert stats["settings"]["splits"] == 1
+    results = {r["candidate"]: r for r in stats["results"]}
+    # Teddy's inner kernel is the Matern-5/2: every other candidate runs, and the baseline
+    assert set(results) == {c.name for c in CANDIDATES if c.name != "inner matern52"
+                            and c.name != "+ landmarks"} | {"+ 20 landmarks", BASELINE}  # fmt: skip
+    for name, r in results.items():
+        (split,) = r["splits"]
+        assert 0 <= r["picp"] <= 1 and r["sd_z"] > 0 and r["rmse"] > 0
+        assert r["picp"] == split["picp"] and r["nlpd"] == split["nlpd"]
+        assert (split["radius"] is None) == (name == BASELINE)
+        assert name == BASELINE or split["radius"] > 0
+        assert (split["shape"] is None) == (name != "shape learned")
+    assert results["shape learned"]["splits"][0]["shape"] > 0
+
+
+def test_local_radius_factors_are_kth_neighbour_distances_over_their_median():
+    from benchmarks.studies.calibration_candidates import local_radius_factors
+
+    x = np.array([0.0, 1.0, 2.0, 4.0, 8.0])
+    D = np.abs(x[:, None] - x[None, :])
+    np.testing.assert_allclose(local_radius_factors(D, 1), [1, 1, 1, 2, 4])
+    np.testing.assert_allclose(local_radius_factors(D, 2), np.array([2, 1, 2, 3, 6]) / 2)
+    np.testing.assert_allclose(local_radius_factors(D, 4), np.array([8, 7, 6, 4, 8]) / 7)
+    for k in (0, 5):
+        with pytest.raises(ValueError, match=r"`k` must be in \[1, 4\]"):
+            local_radius_factors(D, k)
+
+
+def test_calibration_candidates_skip_what_changes_nothing():
+    from types import SimpleNamespace
+
+    from benchmarks.studies.calibration_candidates import CANDIDATES, candidates_for
+
+    bench = SimpleNamespace(inner="matern32")
+    names = [c.name for c in candidates_for(bench, 0)]
+    assert "inner matern32" not in names and "inner matern52" in names
+    assert not any("landmarks" in n for n in names)
+    assert len(names) == len(CANDIDATES) - 2
+    assert "+ 5 landmarks" in [c.name for c in candidates_for(bench, 5)]
+
+
+def test_extra_landmarks_are_unused_points_and_bounded_by_them():
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    from benchmarks.studies.calibration_candidates import with_extra_landmarks
+
+    @dataclass
+    class Split:  # the fields of benchmarks.paper.problem.Context that are used
+        trial: object
+        points: np.ndarray
+        landmark: dict
+        n_train: int
+
+    x = np.arange(10.0)
+    problem = SimpleNamespace(
+        pool=np.arange(8), distances=lambda p, c, kind: np.abs(x[p][:, None] - x[c][None, :])
+    )
+    bench = SimpleNamespace(problem=problem, kind="euclidean")
+    ctx = Split(SimpleNamespace(seed=1), np.array([0, 1, 9]), {}, 2)  # 9: a test point
+    D = with_extra_landmarks(bench, ctx, 6).landmark["euclidean"].values
+    assert D.shape == (3, 8)  # the two training points and all six unused pool points
+    np.testing.assert_array_equal(D[:, :2], np.abs(x[[0, 1, 9]][:, None] - x[[0, 1]][None, :]))
+    np.testing.assert_array_equal(np.sort(D[0, 2:]), np.arange(2.0, 8.0))
+    with pytest.raises(ValueError, match="`extra` must be at most the 6 unused points, got 7"):
+        with_extra_landmarks(bench, ctx, 7)
