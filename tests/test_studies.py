@@ -258,3 +258,13 @@ def test_extra_landmarks_are_unused_points_and_bounded_by_them():
     np.testing.assert_array_equal(np.sort(D[0, 2:]), np.arange(2.0, 8.0))
     with pytest.raises(ValueError, match="`extra` must be at most the 6 unused points, got 7"):
         with_extra_landmarks(bench, ctx, 7)
+
+
+def test_calibration_candidates_reject_a_candidate_that_changes_nothing(sphere):
+    from types import SimpleNamespace
+
+    from benchmarks.studies.calibration_candidates import fit
+
+    args = SimpleNamespace(mesh=sphere)
+    with pytest.raises(ValueError, match=r"`name` must be one of .* but got 'inner matern52'"):
+        fit("teddy_200", True, args, "inner matern52", 1, 1)  # Teddy's own inner kernel

@@ -168,7 +168,10 @@ def fit(bench_name: str, quick: bool, args, name: str, n_splits: int, starts: in
     """One candidate (or the baseline) on ``n_splits`` splits: per-split scores and MAP."""
     bench = nuts_convergence.BENCHMARKS[bench_name](quick, args)
     extra = BENCHMARKS[bench_name][quick]
-    candidate = next((c for c in candidates_for(bench, extra) if c.name == name), None)
+    known = {c.name: c for c in candidates_for(bench, extra)}
+    if name != BASELINE and name not in known:
+        raise ValueError(f"`name` must be one of {[*known, BASELINE]}, but got {name!r}")
+    candidate = known.get(name)  # None: the baseline
     y_test = bench.problem.y[bench.problem.test]
     splits = []
     with threadpool_limits(limits=1, user_api="blas"):
