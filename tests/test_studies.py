@@ -263,8 +263,9 @@ def test_extra_landmarks_are_unused_points_and_bounded_by_them():
 def test_calibration_candidates_reject_a_candidate_that_changes_nothing(sphere):
     from types import SimpleNamespace
 
+    from benchmarks.nuts_convergence import BENCHMARKS
     from benchmarks.studies.calibration_candidates import fit
 
-    args = SimpleNamespace(mesh=sphere)
+    bench = BENCHMARKS["teddy_200"](True, SimpleNamespace(mesh=sphere))
     with pytest.raises(ValueError, match=r"`name` must be one of .* but got 'inner matern52'"):
-        fit("teddy_200", True, args, "inner matern52", 1, 1)  # Teddy's own inner kernel
+        fit(bench, True, "inner matern52", 1, 1)  # Teddy's own inner kernel

@@ -164,10 +164,10 @@ def sle_model(candidate: Candidate, bench, ctx, offset: float):
     return model, gp
 
 
-def fit(bench_name: str, quick: bool, args, name: str, n_splits: int, starts: int) -> dict:
-    """One candidate (or the baseline) on ``n_splits`` splits: per-split scores and MAP."""
-    bench = nuts_convergence.BENCHMARKS[bench_name](quick, args)
-    extra = BENCHMARKS[bench_name][quick]
+def fit(bench, quick: bool, name: str, n_splits: int, starts: int) -> dict:
+    """One candidate (or the baseline) on ``n_splits`` splits of ``bench`` (a
+    ``nuts_convergence`` benchmark): per-split scores and MAP."""
+    extra = BENCHMARKS[bench.name][quick]
     known = {c.name: c for c in candidates_for(bench, extra)}
     if name != BASELINE and name not in known:
         raise ValueError(f"`name` must be one of {[*known, BASELINE]}, but got {name!r}")
@@ -192,7 +192,7 @@ def fit(bench_name: str, quick: bool, args, name: str, n_splits: int, starts: in
                 "shape": float(point["shape"]) if "shape" in point else None,
             })  # fmt: skip
     means = {k: float(np.mean([s[k] for s in splits])) for k in ("picp", "sd_z", "rmse", "nlpd")}
-    return {"benchmark": bench_name, "candidate": name, **means, "splits": splits}
+    return {"benchmark": bench.name, "candidate": name, **means, "splits": splits}
 
 
 def _map_point(split: dict) -> str:
@@ -264,14 +264,13 @@ def main(argv=None) -> None:
     names = list(BENCHMARKS)[:1] if args.quick else BENCHMARKS  # Teddy runs every code path
     benches = {name: nuts_convergence.BENCHMARKS[name](args.quick, args) for name in names}
     tasks = [
-        (name, candidate)
+        (bench, candidate)
         for name, bench in benches.items()
         for candidate in [c.name for c in candidates_for(bench, BENCHMARKS[name][args.quick])]
         + [BASELINE]
     ]  # fmt: skip
     results = Parallel(n_jobs=args.jobs)(
-        delayed(fit)(name, args.quick, args, candidate, n_splits, starts)
-        for name, candidate in tasks
+        delayed(fit)(bench, args.quick, candidate, n_splits, starts) for bench, candidate in tasks
     )
     settings = {"splits": n_splits, "starts": starts, "local_neighbour": LOCAL_NEIGHBOUR,
                 "n_train": {name: bench.size for name, bench in benches.items()},
