@@ -94,14 +94,25 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
         assert float(r["predict_s"]) > 0 and parts == pytest.approx(float(r["wall_s"]))
         assert float(r["steps_per_draw"]) >= 1  # PyMC's NUTS reports its leapfrog steps
         assert 0 <= float(r["picp"]) <= 1 and float(r["rmse"]) > 0 and float(r["r_hat_max"]) > 0
+        assert float(r["grad_ms"]) > 0  # one log density and gradient, timed after sampling
+    sle_row, baseline_row = rows
+    # The SLE's divergence records are kept; the radius is on its quantile scale here.
+    recorded, at_wall = float(sle_row["divergences_recorded"]), float(sle_row["wall_divergences"])
+    assert recorded == float(sle_row["divergences"]) and 0 <= at_wall <= recorded
+    assert np.isnan(float(baseline_row["wall_divergences"]))  # no radius to place them on
     run_quick("nuts_convergence", tmp_path, *args)  # resumes: every fit is already there
     assert len(list(csv.DictReader(csv_path.open()))) == 2
+    # --refit reruns the fits asked for and replaces their rows, keeping the others.
+    run_quick("nuts_convergence", tmp_path, *args, "--models", "SLE", "--refit")
+    refitted = list(csv.DictReader(csv_path.open()))
+    assert [(r["model"], r["sampler"]) for r in refitted] == [("baseline", "pymc"), ("SLE", "pymc")]
+    assert refitted[0] == baseline_row
     text = (tmp_path / "nuts_convergence_quick.md").read_text()
     assert "| one_d / pymc | r-hat <= 1.01 |" in text
     # The option is a fit of its own, labelled apart from the default the targets check.
     run_quick("nuts_convergence", tmp_path, *args, "--models", "SLE", "--scale-ridges")
     labels = [r["sampled_as"] for r in csv.DictReader(csv_path.open())]
-    assert labels == [SAMPLED_AS, "", SCALE_RIDGES_SAMPLED_AS]
+    assert labels == ["", SAMPLED_AS, SCALE_RIDGES_SAMPLED_AS]
 
 
 def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
@@ -150,7 +161,9 @@ def test_nuts_convergence_targets_report_each_figure():
                 "min_ess_per_s": 500.0 / 700.0, "rmse": 1.0, "crps": 0.5, "picp": picp,
                 "nlpd": 1.0, "multimodal_warning": "", "basins": 1,
                 "sampled_as": sampled_as, "mass_matrix": "diagonal",
-                "basin_rule": BASIN_RULE}  # fmt: skip
+                "basin_rule": BASIN_RULE, "steps_per_draw": 6.0, "grad_ms": 10.0,
+                "divergences_recorded": divergences,
+                "wall_divergences": divergences // 2}  # fmt: skip
 
     # A fit of the first defaults, from a file written before the column existed: kept as a
     # record, apart, and not checked against the targets.
@@ -168,6 +181,13 @@ def test_nuts_convergence_targets_report_each_figure():
     assert status["PICP in [0.92, 0.97]"] == ("0.930-0.950", "met (2 of 3 splits)")
     assert status["wall <= 10 min"] == ("11.7 min", "missed (2 of 3 splits)")
     assert status["every target"] == ("-", "not run with the current default")  # e.g. one_d
+    # A miss comes with its reason, read off the measurements; a target met has none.
+    reason = {c["target"]: c["reason"] for c in targets(summary, n_splits=3)}
+    assert reason["min bulk ESS >= 400"] == "-"
+    assert reason["0 divergences"] == "1 of the 2 recorded left from the small-radius wall (u < -3)"
+    # 4 chains x 2000 iterations x 6 steps x 10 ms on 2 cores: 240 s of the 600 s of sampling.
+    assert reason["wall <= 10 min"].startswith("6.0-6.0 leapfrog steps per draw x 10.0 ms")
+    assert "about 240 s of gradients" in reason["wall <= 10 min"]
     # Each target also gives the baseline's figure on the benchmark, when it was run.
     assert {c["baseline"] for c in targets(summary, n_splits=3)} == {"-"}
     baseline = {**row(0, 1.002, 0.9, divergences=3), "model": "baseline",
@@ -177,6 +197,22 @@ def test_nuts_convergence_targets_report_each_figure():
     assert of_baseline["0 divergences"] == "3 (Geometric Matern, 1 split)"
     assert of_baseline["PICP in [0.92, 0.97]"] == "0.900-0.900 (Geometric Matern, 1 split)"
     assert of_baseline["wall <= 10 min"] == "-"
+    # PICP misses say on which side, and how the NLPD compares with the baseline's.
+    summary = aggregate([row(0, 1.004, 0.9), row(1, 1.004, 0.99), row(2, 1.004, 0.95),
+                         {**baseline, "nlpd": 0.5}])  # fmt: skip
+    picp = next(c for c in targets(summary, n_splits=3) if c["target"].startswith("PICP"))
+    assert picp["reason"] == (
+        "1 of 3 splits below 0.92 (intervals too narrow); 1 of 3 splits above 0.97 (intervals "
+        "too wide); NLPD 1.000 against the baseline's 0.500"
+    )
+    # Divergences of fits run before the records were kept are counted as such.
+    unrecorded = {**row(0, 1.004, 0.95, divergences=3), "divergences_recorded": float("nan")}
+    summary = aggregate([unrecorded, row(1, 1.004, 0.95, divergences=2)])
+    divergences = next(c for c in targets(summary, n_splits=2) if c["target"] == "0 divergences")
+    assert divergences["reason"] == (
+        "1 of the 2 recorded left from the small-radius wall (u < -3); 3 not recorded "
+        "(several basins, or fits run before the records were kept)"
+    )
     # nutpie's fits are checked with the mass matrix sample_basins gives it, not the diagonal one.
     nutpie = [{**row(0, 1.001, 0.95), "sampler": "nutpie", "mass_matrix": mass}
               for mass in ("diagonal", "low-rank")]  # fmt: skip

@@ -5,7 +5,7 @@ import pymc as pm
 import pytest
 from pymc.gp.util import JITTER_DEFAULT
 
-from pymc_sle.evaluation.holdout import _marginal_predictive
+from pymc_sle.evaluation.holdout import NutsSettings, _marginal_predictive
 
 
 @pytest.mark.parametrize("pred_noise", [False, True])
@@ -26,3 +26,13 @@ def test_marginal_predictive_draws_match_the_conditional_marginals(pred_noise):
     # Independent across points: joint draws of nearby inputs would correlate strongly.
     corr = np.corrcoef(draws.T)[np.triu_indices(6, 1)]
     assert np.abs(corr).max() < 0.05
+
+
+def test_divergence_records_need_a_sampler_that_keeps_them():
+    for sampler in ("pymc", "nutpie"):
+        assert NutsSettings(nuts_sampler=sampler, divergence_records=True).divergence_records
+    assert not NutsSettings(nuts_sampler="numpyro").divergence_records  # off by default
+    with pytest.raises(
+        ValueError, match="needs `nuts_sampler` 'pymc' or 'nutpie', but got 'numpyro'"
+    ):
+        NutsSettings(nuts_sampler="numpyro", divergence_records=True)

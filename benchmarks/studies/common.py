@@ -72,6 +72,11 @@ def embedding_distances(D: np.ndarray, radius: float) -> np.ndarray:
     return distances[np.triu_indices_from(distances, 1)]
 
 
+#: The small-radius wall on the radius's sampled quantile scale ``u``: below it the grid's
+#: marginal holds about 0.1 % of the mass and the log density falls off a cliff.
+WALL_U = -3.0
+
+
 def divergence_starts(idata, value_name: str) -> np.ndarray:
     """The sampled coordinate ``value_name`` at the last good state of each divergent
     trajectory. The draw a divergent transition records is a state from earlier in the

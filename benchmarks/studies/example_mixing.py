@@ -46,6 +46,7 @@ from threadpoolctl import threadpool_limits
 import pymc_sle as sle
 from benchmarks.nuts_convergence import BASIN_RULE, PREVIOUS_BASIN_RULE, TRIED_BASIN_RULE
 from benchmarks.studies.common import (
+    WALL_U,
     divergence_starts,
     markdown_rows,
     parser,
@@ -59,7 +60,6 @@ from pymc_sle.distances import geodesic, wasserstein
 from pymc_sle.evaluation.holdout import convergence
 
 EXAMPLES = ("mesh", "images")
-WALL_U = -3.0
 #: ``sle_priors``'s noise prior, and one tried and not adopted (its fits kept as a record).
 NOISE_PRIOR, TRIED_NOISE_PRIOR = "HalfNormal(std y)", "Gamma(2, 2.5 / std y), tried"
 #: The radius's quantile map: its lower tail now stops within a grid cell of the small-radius

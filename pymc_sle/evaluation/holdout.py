@@ -26,6 +26,13 @@ from pymc_sle.inference.priors import SLEPriors
 __all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score"]
 
 
+#: What each sampler is told to keep divergence records (``NutsSettings.divergence_records``).
+_DIVERGENCE_RECORDS = {
+    "pymc": {"keep_warning_stat": True},
+    "nutpie": {"nuts_sampler_kwargs": {"store_divergences": True}},
+}
+
+
 @dataclass(frozen=True)
 class NutsSettings:
     """How :func:`~pymc_sle.evaluation.holdout.fit_and_score` samples.
@@ -47,6 +54,11 @@ class NutsSettings:
         Predict from about this many posterior draws, evenly thinned; ``None`` uses them all.
     progressbar : bool
         Show the sampler's progress bar (PyMC's or nutpie's).
+    divergence_records : bool
+        Keep where each divergent trajectory left from, not only the draw it records (an
+        earlier state): nutpie's ``store_divergences=True`` (``divergence_start`` in the sample
+        stats) or PyMC's ``keep_warning_stat=True`` (``SamplerWarning.divergence_point_source``).
+        Only for ``nuts_sampler`` ``"pymc"`` and ``"nutpie"``.
     """
 
     draws: int = 1000
@@ -59,6 +71,14 @@ class NutsSettings:
     seed: int = 0
     predictive_draws: int | None = None
     progressbar: bool = False
+    divergence_records: bool = False
+
+    def __post_init__(self):
+        if self.divergence_records and self.nuts_sampler not in _DIVERGENCE_RECORDS:
+            raise ValueError(
+                "`divergence_records=True` needs `nuts_sampler` 'pymc' or 'nutpie', but got "
+                f"{self.nuts_sampler!r}"
+            )
 
 
 @dataclass
@@ -193,6 +213,8 @@ def fit_and_score(
             progressbar=settings.progressbar,
             compute_convergence_checks=False,
         )
+        if settings.divergence_records:
+            options.update(_DIVERGENCE_RECORDS[settings.nuts_sampler])
         idata = pm.sample(**options) if priors is None else sample_basins(priors, **options)
         sampling_seconds = time.perf_counter() - start
         names = ["y_test"]
