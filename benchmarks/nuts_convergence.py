@@ -90,7 +90,7 @@ FIELDS = [
     "r_hat_max", "ess_bulk_min", "ess_tail_min", "min_ess_per_s", "divergences",
     "rmse", "crps", "picp", "nlpd", "multimodal_warning", "basins", "sampled_as", "predict_s",
     "steps_per_draw", "mass_matrix", "basin_rule", "divergences_recorded", "wall_divergences",
-    "grad_ms",
+    "grad_ms", "divergence_u",
 ]  # fmt: skip
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
@@ -153,7 +153,8 @@ IDENTITY = ("sampled_as", "mass_matrix", "basin_rule")
 def _with_new_columns(row: dict) -> dict:
     """A row of a results file written before a column was added, with that column filled in."""
     unrecorded = dict.fromkeys(("divergences_recorded", "wall_divergences", "grad_ms"), "nan")
-    row = {"basins": 1, "steps_per_draw": "nan", "mass_matrix": "diagonal", **unrecorded, **row}
+    row = {"basins": 1, "steps_per_draw": "nan", "mass_matrix": "diagonal", **unrecorded,
+           "divergence_u": "", **row}  # fmt: skip
     row.setdefault("basin_rule", PREVIOUS_BASIN_RULE if row["model"] == "SLE" else "")
     row.setdefault("sampled_as", FIRST_SAMPLED_AS if row["model"] == "SLE" else "")
     if "predict_s" not in row:  # wall = setup + sampling + prediction and scoring
@@ -331,9 +332,7 @@ def fit(
         warnings.simplefilter("ignore", FutureWarning)  # ArviZ's refactor notice
         result = fit_and_score(model, gp, ctx.X_test, y_test - offset, settings, priors=priors)
     wall = setup + result.seconds
-    recorded, at_wall = (
-        wall_divergences(result.idata, model, priors) if priors is not None else (None, None)
-    )
+    starts = None if priors is None else divergence_origins(result.idata, model, priors)
     d = result.diagnostics
     stats = result.idata.sample_stats  # leapfrog steps = gradient evaluations
     steps = float(stats["n_steps"].mean()) if "n_steps" in stats else float("nan")
@@ -345,30 +344,27 @@ def fit(
         "min_ess_per_s": d["ess_bulk_min"] / wall, **result.scores,
         "multimodal_warning": warning, "predict_s": result.seconds - result.sampling_seconds,
         "steps_per_draw": steps,
-        "divergences_recorded": _or_nan(recorded), "wall_divergences": _or_nan(at_wall),
+        "divergences_recorded": float("nan") if starts is None else starts.size,
+        "wall_divergences": float("nan") if starts is None else int(np.sum(starts < WALL_U)),
+        "divergence_u": "" if starts is None else ";".join(f"{u:.2f}" for u in starts),
         "grad_ms": gradient_ms(model, sampled, settings.nuts_sampler),
         **dict(zip(IDENTITY, _identity(model_name, settings.nuts_sampler, scale_ridges),
                    strict=True)),
     }  # fmt: skip
 
 
-def _or_nan(value) -> float:
-    return float("nan") if value is None else float(value)
-
-
-def wall_divergences(idata, model: pm.Model, priors) -> tuple[int | None, int | None]:
-    """How many divergent trajectories' starts were recorded, and how many of them left from the
-    small-radius wall (the radius's sampled quantile coordinate below ``WALL_U``). ``(None,
-    None)`` when the radius is not sampled on the quantile scale (several basins: centred log
-    scales) or the sampler kept no records (pooled basins)."""
+def divergence_origins(idata, model: pm.Model, priors) -> np.ndarray | None:
+    """Where the recorded divergent trajectories left from, on the radius's sampled quantile
+    scale ``u`` (below ``WALL_U``: the small-radius wall). ``None`` when the radius is not
+    sampled on that scale (several basins: centred log scales) or the sampler kept no records
+    (pooled basins)."""
     radius = priors["radius"]
     if not hasattr(model.rvs_to_transforms.get(radius), "to_unit"):
-        return None, None
+        return None
     stats = idata.sample_stats
     if "divergence_start" not in stats and "warning" not in stats:
-        return None, None
-    starts = divergence_starts(idata, model.rvs_to_values[radius].name)
-    return int(starts.size), int(np.sum(starts < WALL_U))
+        return None
+    return divergence_starts(idata, model.rvs_to_values[radius].name)
 
 
 def gradient_ms(model: pm.Model, rvs, sampler: str, seconds: float = 0.5) -> float:
@@ -466,7 +462,8 @@ def read_rows(path: Path) -> list[dict]:
         rows = list(map(_with_new_columns, csv.DictReader(f)))
     for r in rows:
         for k in FIELDS:
-            if k not in ("benchmark", "model", "spec", "sampler", "multimodal_warning", *IDENTITY):
+            if k not in ("benchmark", "model", "spec", "sampler", "multimodal_warning",
+                         "divergence_u", *IDENTITY):  # fmt: skip
                 r[k] = float(r[k])
     return rows
 
@@ -544,6 +541,9 @@ def _divergence_origins(rows: list[dict]) -> dict:
     return {
         "divergences_recorded": int(sum(r["divergences_recorded"] for r in recorded)),
         "wall_divergences": int(sum(r["wall_divergences"] for r in recorded)),
+        "divergence_u": sorted(
+            float(u) for r in recorded for u in filter(None, r["divergence_u"].split(";"))
+        ),
         "divergences_unrecorded": int(
             sum(r["divergences"] for r in rows)
             - sum(min(r["divergences_recorded"], r["divergences"]) for r in recorded)
@@ -565,6 +565,11 @@ def _divergence_reason(s: dict, baseline: dict | None) -> str:
     if s["divergences_recorded"]:
         parts.append(f"{s['wall_divergences']} of the {s['divergences_recorded']} recorded "
                      f"left from the small-radius wall (u < {WALL_U:g})")  # fmt: skip
+        others = [u for u in s["divergence_u"] if u >= WALL_U]  # sorted
+        if len(others) == 1:
+            parts[-1] += f", the other from u = {others[0]:.2f}"
+        elif others:
+            parts[-1] += f", the others from u in [{others[0]:.2f}, {others[-1]:.2f}]"
     if s["divergences_unrecorded"]:
         parts.append(f"{s['divergences_unrecorded']} not recorded (several basins, or fits run "
                      "before the records were kept)")  # fmt: skip

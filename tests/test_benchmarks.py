@@ -99,6 +99,8 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     # The SLE's divergence records are kept; the radius is on its quantile scale here.
     recorded, at_wall = float(sle_row["divergences_recorded"]), float(sle_row["wall_divergences"])
     assert recorded == float(sle_row["divergences"]) and 0 <= at_wall <= recorded
+    starts = [float(u) for u in filter(None, sle_row["divergence_u"].split(";"))]
+    assert len(starts) == recorded and sum(u < -3 for u in starts) == at_wall
     assert np.isnan(float(baseline_row["wall_divergences"]))  # no radius to place them on
     run_quick("nuts_convergence", tmp_path, *args)  # resumes: every fit is already there
     assert len(list(csv.DictReader(csv_path.open()))) == 2
@@ -163,7 +165,8 @@ def test_nuts_convergence_targets_report_each_figure():
                 "sampled_as": sampled_as, "mass_matrix": "diagonal",
                 "basin_rule": BASIN_RULE, "steps_per_draw": 6.0, "grad_ms": 10.0,
                 "divergences_recorded": divergences,
-                "wall_divergences": divergences // 2}  # fmt: skip
+                "wall_divergences": divergences // 2,
+                "divergence_u": ";".join(["-3.5", "0.25", "1.5"][:divergences])}  # fmt: skip
 
     # A fit of the first defaults, from a file written before the column existed: kept as a
     # record, apart, and not checked against the targets.
@@ -184,7 +187,9 @@ def test_nuts_convergence_targets_report_each_figure():
     # A miss comes with its reason, read off the measurements; a target met has none.
     reason = {c["target"]: c["reason"] for c in targets(summary, n_splits=3)}
     assert reason["min bulk ESS >= 400"] == "-"
-    assert reason["0 divergences"] == "1 of the 2 recorded left from the small-radius wall (u < -3)"
+    assert reason["0 divergences"] == (
+        "1 of the 2 recorded left from the small-radius wall (u < -3), the other from u = 0.25"
+    )
     # 4 chains x 2000 iterations x 6 steps x 10 ms on 2 cores: 240 s of the 600 s of sampling.
     assert reason["wall <= 10 min"].startswith("6.0-6.0 leapfrog steps per draw x 10.0 ms")
     assert "about 240 s of gradients" in reason["wall <= 10 min"]
@@ -205,13 +210,16 @@ def test_nuts_convergence_targets_report_each_figure():
         "1 of 3 splits below 0.92 (intervals too narrow); 1 of 3 splits above 0.97 (intervals "
         "too wide); NLPD 1.000 against the baseline's 0.500"
     )
+    three = aggregate([row(0, 1.004, 0.95, divergences=3)])
+    divergences = next(c for c in targets(three, n_splits=1) if c["target"] == "0 divergences")
+    assert divergences["reason"].endswith("(u < -3), the others from u in [0.25, 1.50]")
     # Divergences of fits run before the records were kept are counted as such.
     unrecorded = {**row(0, 1.004, 0.95, divergences=3), "divergences_recorded": float("nan")}
     summary = aggregate([unrecorded, row(1, 1.004, 0.95, divergences=2)])
     divergences = next(c for c in targets(summary, n_splits=2) if c["target"] == "0 divergences")
     assert divergences["reason"] == (
-        "1 of the 2 recorded left from the small-radius wall (u < -3); 3 not recorded "
-        "(several basins, or fits run before the records were kept)"
+        "1 of the 2 recorded left from the small-radius wall (u < -3), the other from u = 0.25; "
+        "3 not recorded (several basins, or fits run before the records were kept)"
     )
     # nutpie's fits are checked with the mass matrix sample_basins gives it, not the diagonal one.
     nutpie = [{**row(0, 1.001, 0.95), "sampler": "nutpie", "mass_matrix": mass}
