@@ -32,12 +32,12 @@ evaluations -- per draw (``steps_per_draw``), largest r-hat, smallest bulk and t
 min-ESS/s (smallest bulk ESS over the total wall time), divergences, RMSE, CRPS, PICP (95 %),
 NLPD, whether ``sle_priors`` warned that the radius posterior has basins one start cannot
 reach, and how many basins were sampled (r-hat and ESS are then the worst over the basins' own
-chains). For the SLE fits also: how many divergent trajectories' starts the sampler recorded
-and how many of those left from the small-radius wall (``wall_divergences``: the radius's
-quantile coordinate below -3; not recorded for several basins, sampled on centred log scales),
-and the milliseconds one log density and gradient evaluation takes (``grad_ms``, measured after
-sampling, in the sampler's backend). Each target the summary checks comes with its reason, read
-off these measurements.
+chains). For the SLE fits also: how many divergent trajectories' starts the sampler recorded,
+where they left from on the radius's quantile coordinate ``u`` (``divergence_u``) and how many
+of those from the small-radius wall (``wall_divergences``: ``u`` below -3); not recorded for
+several basins, sampled on centred log scales. And the milliseconds one log density and
+gradient evaluation takes (``grad_ms``, measured after sampling, in the sampler's backend).
+Each target the summary checks comes with its reason, read off these measurements.
 
 The run resumes: every finished fit is appended to the CSV at once, and fits already there are
 skipped, so it can be done in pieces (``--benchmarks``, ``--samplers``, ``--models``,
