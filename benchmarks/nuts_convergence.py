@@ -72,7 +72,7 @@ from benchmarks._paths import RESULTS, SHARED_DATA
 from benchmarks.paper.models import build
 from benchmarks.paper.problem import Context, Problem
 from benchmarks.paper.runner import selected
-from benchmarks.studies.common import WALL_U, divergence_starts
+from benchmarks.studies.common import WALL_U, radius_divergence_starts
 from pymc_sle.evaluation.holdout import NutsSettings, fit_and_score
 from pymc_sle.inference.basins import MIN_BASIN_MASS, NUTPIE_DEFAULTS
 from pymc_sle.inference.priors import BASIN_BARRIER, SHOULDER_BARRIER, SHOULDER_MASS
@@ -332,7 +332,7 @@ def fit(
         warnings.simplefilter("ignore", FutureWarning)  # ArviZ's refactor notice
         result = fit_and_score(model, gp, ctx.X_test, y_test - offset, settings, priors=priors)
     wall = setup + result.seconds
-    starts = None if priors is None else divergence_origins(result.idata, model, priors)
+    starts = None if priors is None else radius_divergence_starts(result.idata, model, priors)
     d = result.diagnostics
     stats = result.idata.sample_stats  # leapfrog steps = gradient evaluations
     steps = float(stats["n_steps"].mean()) if "n_steps" in stats else float("nan")
@@ -351,20 +351,6 @@ def fit(
         **dict(zip(IDENTITY, _identity(model_name, settings.nuts_sampler, scale_ridges),
                    strict=True)),
     }  # fmt: skip
-
-
-def divergence_origins(idata, model: pm.Model, priors) -> np.ndarray | None:
-    """Where the recorded divergent trajectories left from, on the radius's sampled quantile
-    scale ``u`` (below ``WALL_U``: the small-radius wall). ``None`` when the radius is not
-    sampled on that scale (several basins: centred log scales) or the sampler kept no records
-    (pooled basins)."""
-    radius = priors["radius"]
-    if not hasattr(model.rvs_to_transforms.get(radius), "to_unit"):
-        return None
-    stats = idata.sample_stats
-    if "divergence_start" not in stats and "warning" not in stats:
-        return None
-    return divergence_starts(idata, model.rvs_to_values[radius].name)
 
 
 def gradient_ms(model: pm.Model, rvs, sampler: str, seconds: float = 0.5) -> float:

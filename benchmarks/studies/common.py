@@ -100,6 +100,19 @@ def divergence_starts(idata, value_name: str) -> np.ndarray:
     return np.array(found)
 
 
+def radius_divergence_starts(idata, model, priors) -> np.ndarray | None:
+    """Where the recorded divergent trajectories left from on the radius's sampled quantile
+    scale ``u`` (``sle_priors``'s map). ``None`` when the radius is not sampled on that scale
+    (several basins: centred log scales) or the sampler kept no records (pooled basins)."""
+    radius = priors["radius"]
+    if not hasattr(model.rvs_to_transforms.get(radius), "to_unit"):
+        return None
+    stats = idata.sample_stats
+    if "divergence_start" not in stats and "warning" not in stats:
+        return None
+    return divergence_starts(idata, model.rvs_to_values[radius].name)
+
+
 def write_json(path: Path, payload: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, default=float) + "\n")

@@ -43,10 +43,10 @@ from threadpoolctl import threadpool_limits
 
 from benchmarks import nuts_convergence as nc
 from benchmarks.studies.common import (
-    divergence_starts,
     markdown_rows,
     parser,
     pyplot,
+    radius_divergence_starts,
     save_figure,
     write_json,
     write_markdown,
@@ -78,7 +78,6 @@ def _sample(name: str, split: int, quick: bool, args) -> dict:
     seconds = time.perf_counter() - start
     summary = az.summary(idata, var_names=priors.var_names(model), round_to="none")
     stats_ = idata.sample_stats
-    transform = model.rvs_to_transforms[priors["radius"]]
     fit = {
         "benchmark": name, "split": split, "n_train": ctx.n_train, "basins": len(priors.basins),
         "divergences": int(stats_["diverging"].sum()), "seconds": seconds,
@@ -87,10 +86,9 @@ def _sample(name: str, split: int, quick: bool, args) -> dict:
         "ess_bulk_min": float(summary["ess_bulk"].min()),
         "u_of_divergence_starts": None, "share_above": None, "share_below": None, "u": None,
     }  # fmt: skip
-    if hasattr(transform, "to_unit"):  # the quantile scale; not when several basins are sampled
-        u_name = model.rvs_to_values[priors["radius"]].name
-        u = idata.posterior[u_name].values  # (chain, draw), as sampled
-        starts = divergence_starts(idata, u_name)
+    starts = radius_divergence_starts(idata, model, priors)
+    if starts is not None:  # the quantile scale; not when several basins are sampled
+        u = idata.posterior[model.rvs_to_values[priors["radius"]].name].values  # (chain, draw)
         fit.update(
             u_of_divergence_starts=[float(v) for v in starts],
             share_above=[float(v) for v in (u > TAIL_U).mean(axis=1)],

@@ -47,10 +47,10 @@ import pymc_sle as sle
 from benchmarks.nuts_convergence import BASIN_RULE, PREVIOUS_BASIN_RULE, TRIED_BASIN_RULE
 from benchmarks.studies.common import (
     WALL_U,
-    divergence_starts,
     markdown_rows,
     parser,
     pyplot,
+    radius_divergence_starts,
     save_figure,
     write_json,
     write_markdown,
@@ -154,8 +154,9 @@ def fit(
         "log_sigma": np.log(sigma),
     }
     u = draws_out["u"]
-    starts = divergence_starts(idata, model.rvs_to_values[priors["radius"]].name)
-    draws_out["u_divergence_starts"] = starts if quantile else np.array([])  # same axis as u
+    starts = radius_divergence_starts(idata, model, priors)
+    starts = np.array([]) if starts is None else starts  # on the same axis as u
+    draws_out["u_divergence_starts"] = starts
     row = {
         "seed": seed, "target_accept": target_accept, "noise_prior": NOISE_PRIOR,
         "radius_map": RADIUS_MAP, "basin_rule": BASIN_RULE, "scales": SCALES[scale_ridges],
