@@ -1,10 +1,9 @@
-import dataclasses
 import warnings
 
 import numpy as np
 import pymc as pm
 import pytest
-from conftest import synthetic_grid
+from conftest import synthetic_grid, two_basin_grids
 from scipy import stats
 
 import pymc_sle
@@ -188,26 +187,17 @@ def test_sle_priors_warns_when_the_start_basin_misses_mass(monkeypatch):
     from pymc_sle.inference import priors as priors_module
 
     D, y = _line()
-    real = grid_module.grid_posterior
-
-    def two_basins(*args, **kwargs):
-        grid = real(*args, **kwargs)
-        t = np.log(grid.radius)
-        lo, hi = t[len(t) // 4], t[3 * len(t) // 4]
-        bumps = np.logaddexp(-0.5 * ((t - lo) / 0.1) ** 2 + np.log(0.4),
-                             -0.5 * ((t - hi) / 0.1) ** 2 + np.log(0.6))  # fmt: skip
-        density = np.broadcast_to(bumps[:, None, None, None], grid.log_density.shape).copy()
-        return dataclasses.replace(grid, log_density=density)
-
+    two_basins = two_basin_grids(grid_module.grid_posterior)
     monkeypatch.setattr(priors_module, "grid_posterior", two_basins)
     with (
         pm.Model() as model,
         pytest.warns(UserWarning, match=r"more than one basin.*sample_basins"),
     ):
         priors = sle_priors(D, np.arange(y.size), y)
-    # across deep dips, no quantile scale or ridge: centred log scales (docs/hyperposterior.md)
+    # across deep dips, no quantile scale: centred log scales, ls on its ridge
+    # (docs/hyperposterior.md)
     assert set(model.initial_point()) == {
-        f"{v}_centeredlog__" for v in ("radius", "ls", "eta", "sigma")
+        f"{v}_centeredlog__" for v in ("radius", "ls_rel", "eta", "sigma")
     }
     assert [round(b.mass, 2) for b in priors.basins] == [0.6, 0.4]
     for basin in priors.basins:

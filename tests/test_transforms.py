@@ -1,6 +1,7 @@
 """The changes of variable ``sle_priors`` samples in: smooth bijections, the model unchanged."""
 
 import dataclasses
+import warnings
 
 import arviz as az
 import numpy as np
@@ -9,8 +10,10 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from backends import MODES
+from conftest import two_basin_grids
 from scipy import interpolate, stats
 
+from pymc_sle.inference import priors as priors_module
 from pymc_sle.inference._bounds import target_scale
 from pymc_sle.inference._transforms import Hermite, QuantileLog, Ridge
 from pymc_sle.inference.grid import grid_posterior
@@ -216,15 +219,27 @@ def _line(n=16, seed=0):
 ON_RIDGES = {False: ("ls",), True: ("ls", "eta", "sigma")}
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["default", "scale_ridges"])
+@pytest.fixture(
+    scope="module",
+    params=[(False, False), (True, False), (False, True)],
+    ids=["default", "scale_ridges", "across_dips"],
+)
 def models(request):
+    """The sampled model, the plain one (``start="prior"``), the priors, the bounds and what is
+    on ridges; ``across_dips``: a grid with two basins behind a deep dip, where the radius is on
+    a centred log scale and ``ls`` still on its ridge (``scale_ridges`` does not apply there)."""
+    scale_ridges, across_dips = request.param
     D, y = _line()
     rows = np.arange(y.size)
-    with pm.Model() as mode:
-        priors = sle_priors(D, rows, y, inner="rbf", scale_ridges=request.param)
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        if across_dips:
+            warnings.filterwarnings("ignore", "The radius posterior has more than one basin")
+            patch.setattr(priors_module, "grid_posterior", two_basin_grids(grid_posterior))
+        with pm.Model() as mode:
+            priors = sle_priors(D, rows, y, inner="rbf", scale_ridges=scale_ridges)
     with pm.Model() as prior:
         sle_priors(D, rows, y, start="prior")
-    return mode, prior, priors, suggest_bounds(D, rows, y), ON_RIDGES[request.param]
+    return mode, prior, priors, suggest_bounds(D, rows, y), ON_RIDGES[scale_ridges]
 
 
 def test_variables_on_ridges_are_ratios_and_their_priors_are_unchanged(models):
@@ -304,7 +319,10 @@ def test_chains_start_at_the_grid_mode(models):
         assert start[f"{sampled}_centeredlog__"] == 0.0
     radius = mode.rvs_to_initial_values[priors["radius"]]
     transform = mode.rvs_to_transforms[priors["radius"]]
-    assert start["radius_quantilelog__"] == pytest.approx(transform.to_unit(radius), abs=1e-9)
+    if isinstance(transform, QuantileLog):
+        assert start["radius_quantilelog__"] == pytest.approx(transform.to_unit(radius), abs=1e-9)
+    else:  # across dips: centred at the coarse grid's mode
+        assert start["radius_centeredlog__"] == 0.0
 
 
 @pytest.mark.parametrize("mode", MODES)

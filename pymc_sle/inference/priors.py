@@ -193,8 +193,8 @@ def _reported(basins) -> list:
     return [b for b in sorted(basins, key=lambda b: -b.mass) if b.mass >= _UNREACHED_MASS / 10]
 
 
-#: The variables ``sle_priors`` can sample relative to their grid ridges when it uses the maps:
-#: ``ls`` always, ``eta`` and ``sigma`` with ``scale_ridges=True``.
+#: The variables ``sle_priors`` can sample relative to their grid ridges: ``ls`` always, ``eta``
+#: and ``sigma`` with ``scale_ridges=True`` where the radius is on its quantile scale.
 _ON_RIDGES = Ridge.followed
 
 
@@ -247,11 +247,11 @@ def sle_priors(
       ``scale_ridges=True`` they follow ridges of their own instead (below);
     - every chain starts at the grid's mode, jittered by about a posterior standard deviation.
 
-    When basins behind dips deeper than 3 nats each hold at least 1 % of the mass, the maps are
-    not used (squeezed dips become trenches where NUTS diverges): as in the previous
-    release, the variables are sampled on log scales centred at the coarse grid's mode, in units
-    of half a grid cell (radius) or their posterior spread, and
-    :func:`pymc_sle.inference.sample_basins` samples every basin.
+    When basins behind dips deeper than 3 nats each hold at least 1 % of the mass, the radius's
+    quantile scale is not used (squeezed dips become trenches where NUTS diverges): the radius,
+    ``eta`` and ``sigma`` are sampled on log scales centred at the coarse grid's mode, in units of
+    half a grid cell (radius) or their posterior spread, ``ls`` relative to its ridge as above,
+    and :func:`pymc_sle.inference.sample_basins` samples every basin.
 
     Basins behind dips deeper than 3 nats (``BASIN_BARRIER``), and shoulders (less than 5 % of
     the mass behind dips deeper than 1.5 nats), that hold at least 0.1 % of the mass are listed
@@ -282,13 +282,13 @@ def sle_priors(
         Where NUTS chains start; see above.
     scale_ridges : bool, default False
         Sample ``eta`` and ``sigma`` relative to ridges of their own, as ``ls`` is (only where
-        the maps are used): ``eta = exp(ridge_eta(log radius)) * eta_rel`` with ``eta_rel |
-        radius ~ HalfNormal(std(y) * exp(-ridge_eta))``, so ``eta`` keeps exactly its
-        ``HalfNormal(std(y))`` prior; the same for ``sigma``. NUTS then samples ``eta_rel`` and
-        ``sigma_rel``, and ``eta`` and ``sigma`` are deterministics. Turn it on when divergent
-        trajectories start at the small-radius wall (the radius's sampled ``u`` below -3):
-        there the noise and signal scales grow as bumps lose their neighbours, and at fixed
-        ``eta`` and ``sigma`` the log density falls off a cliff. On the strings benchmark's
+        the radius is on its quantile scale): ``eta = exp(ridge_eta(log radius)) * eta_rel``
+        with ``eta_rel | radius ~ HalfNormal(std(y) * exp(-ridge_eta))``, so ``eta`` keeps
+        exactly its ``HalfNormal(std(y))`` prior; the same for ``sigma``. NUTS then samples
+        ``eta_rel`` and ``sigma_rel``, and ``eta`` and ``sigma`` are deterministics. Turn it on
+        when divergent trajectories start at the small-radius wall (the radius's sampled ``u``
+        below -3): there the noise and signal scales grow as bumps lose their neighbours, and at
+        fixed ``eta`` and ``sigma`` the log density falls off a cliff. On the strings benchmark's
         split 0 it took nutpie from 1-4 divergences per fit to none (5 sampler seeds). It is
         not the default because where the conditional spread of ``sigma`` changes several-fold
         with the radius the ridge bends the bulk instead: on the gallery's W2-image model it
@@ -337,18 +337,21 @@ def sle_priors(
             }
         )
 
-    coarse, grid, found, straighten = _search(
+    coarse, grid, found, on_quantiles = _search(
         distances, rows, y, landmarks, mass, inner, inner_kwargs
     )
     # Across basins behind deep dips the quantile scale squeezes each dip into a short, deep
     # trench, where leapfrog steps diverge (strings, split 2: r-hat 1.61, 122 divergences).
-    # sample_basins then samples each basin as the first release did: on log scales centred
-    # at the coarse grid's mode (strings, split 2: r-hat 1.008 with nutpie). Centring on the fine
-    # grid instead gave r-hat 1.056 there. The basins, their masses and starts come from the
-    # fine grid (with finer eta and sigma cells to weigh them: _WEIGHING_SCALES).
-    followed = _ON_RIDGES if scale_ridges else ("ls",)
-    ridges = {name: Ridge(grid, name) for name in followed} if straighten else {}
-    centre = grid if straighten else coarse
+    # sample_basins then samples each basin with the radius and the scales on log scales
+    # centred at the coarse grid's mode (strings, split 2: r-hat 1.008 with nutpie; centring on
+    # the fine grid instead gave r-hat 1.056), and ls on its ridge, which holds across basins:
+    # on the strings' split 2 (nutpie, seed 1) that took the two basins' chains from 2
+    # divergences to 0. A quantile scale per basin instead of the centred log gave 218. The
+    # basins, their masses and starts come from the fine grid (with finer eta and sigma cells to
+    # weigh them: _WEIGHING_SCALES).
+    followed = _ON_RIDGES if scale_ridges and on_quantiles else ("ls",)
+    ridges = {name: Ridge(grid, name) for name in followed}
+    centre = grid if on_quantiles else coarse
 
     def sampled(point: dict[str, float]) -> dict[str, float]:
         return _sampled_start(point, ridges)
@@ -369,43 +372,39 @@ def sle_priors(
         for name in ("eta", "sigma")
         if name not in ridges
     }
-    if not straighten:
-        variables["radius"] = pm.LogNormal(
-            names["radius"], **radius_prior, **centred("radius", 0.0)
-        )
-        variables["ls"] = pm.LogNormal(
-            names["ls"], **ls_prior, **centred("ls", centre.log_spread("ls"))
-        )
+    log_radius = np.log(grid.radius)
+    if on_quantiles:
+        radius_transform = {
+            "initval": at["radius"],
+            "default_transform": QuantileLog.from_grid(log_radius, grid.marginal("radius")),
+        }
     else:
-        radius = pm.LogNormal(
-            names["radius"],
-            **radius_prior,
-            initval=at["radius"],
-            default_transform=QuantileLog.from_grid(np.log(grid.radius), grid.marginal("radius")),
+        radius_transform = centred("radius", 0.0)
+    radius = pm.LogNormal(names["radius"], **radius_prior, **radius_transform)
+    variables["radius"] = radius
+
+    def on_ridge(name: str, relative) -> pt.TensorVariable:
+        """``name = exp(ridge(log radius)) * name_rel``, ``name_rel = relative(shift, ...)``
+        with ``shift = ridge(log radius)``: its prior shifted (log scale) or rescaled."""
+        ridge = ridges[name]
+        shift = ridge(pt.log(radius))[0]
+        spread = float(np.interp(np.log(at["radius"]), log_radius, ridge.spread))
+        rel = relative(names[f"{name}_rel"], shift, **centred(f"{name}_rel", spread))
+        return pm.Deterministic(names[name], pt.exp(shift) * rel)
+
+    # log ls = ridge(log radius) + log ls_rel, ls_rel | radius ~ LogNormal(mu - ridge, sigma):
+    # ls ~ LogNormal(mu, sigma) independently of the radius, exactly the prior of "prior".
+    variables["ls"] = on_ridge(
+        "ls", lambda n, shift, **kw: pm.LogNormal(n, mu=ls_prior["mu"] - shift,
+                                                  sigma=ls_prior["sigma"], **kw)
+    )  # fmt: skip
+    # HalfNormal is a scale family: eta_rel | radius ~ HalfNormal(scale * exp(-ridge)) makes
+    # eta ~ HalfNormal(scale), independently of the radius; the same for sigma.
+    for name in (n for n in ("eta", "sigma") if n in ridges):
+        variables[name] = on_ridge(
+            name, lambda n, shift, **kw: pm.HalfNormal(n, sigma=scale * pt.exp(-shift), **kw)
         )
-        variables["radius"] = radius
 
-        def on_ridge(name: str, relative) -> pt.TensorVariable:
-            """``name = exp(ridge(log radius)) * name_rel``, ``name_rel = relative(shift, ...)``
-            with ``shift = ridge(log radius)``: its prior shifted (log scale) or rescaled."""
-            ridge = ridges[name]
-            shift = ridge(pt.log(radius))[0]
-            spread = float(np.interp(np.log(at["radius"]), np.log(grid.radius), ridge.spread))
-            rel = relative(names[f"{name}_rel"], shift, **centred(f"{name}_rel", spread))
-            return pm.Deterministic(names[name], pt.exp(shift) * rel)
-
-        # log ls = ridge(log radius) + log ls_rel, ls_rel | radius ~ LogNormal(mu - ridge, sigma):
-        # ls ~ LogNormal(mu, sigma) independently of the radius, exactly the prior of "prior".
-        variables["ls"] = on_ridge(
-            "ls", lambda n, shift, **kw: pm.LogNormal(n, mu=ls_prior["mu"] - shift,
-                                                      sigma=ls_prior["sigma"], **kw)
-        )  # fmt: skip
-        # HalfNormal is a scale family: eta_rel | radius ~ HalfNormal(scale * exp(-ridge)) makes
-        # eta ~ HalfNormal(scale), independently of the radius; the same for sigma.
-        for name in (n for n in ("eta", "sigma") if n in ridges):
-            variables[name] = on_ridge(
-                name, lambda n, shift, **kw: pm.HalfNormal(n, sigma=scale * pt.exp(-shift), **kw)
-            )
     basins = tuple(
         Basin(b.radius, b.mass, b.low, b.high,
               {names[k]: v for k, v in sampled(grid.mode((b.low, b.high))).items()})
