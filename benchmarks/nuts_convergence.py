@@ -28,10 +28,11 @@ strings       evolving sequences, edit    200     Matern-3/2  Raw-distance embed
 Per fit (one row of the CSV): wall time of the start search (``setup_s``), of sampling with
 compilation (``sampling_s``) and of prediction and scoring (``predict_s``; draws from the
 predictive marginals at every test point), the mean number of leapfrog steps -- gradient
-evaluations -- per draw (``steps_per_draw``), largest r-hat, smallest bulk and tail ESS,
-min-ESS/s (smallest bulk ESS over the total wall time), divergences, RMSE, CRPS, PICP (95 %),
-NLPD, whether ``sle_priors`` warned that the radius posterior has basins one start cannot
-reach, and how many basins were sampled (r-hat and ESS are then the worst over the basins' own
+evaluations -- per draw (``steps_per_draw``), largest r-hat, smallest bulk and tail ESS
+(and the variables of the first two: ``r_hat_var``, ``ess_bulk_var``), min-ESS/s (smallest
+bulk ESS over the total wall time), divergences, RMSE, CRPS, PICP (95 %), NLPD, whether
+``sle_priors`` warned that the radius posterior has basins one start cannot reach, and how
+many basins were sampled (r-hat and ESS are then the worst over the basins' own
 chains). For the SLE fits also: how many divergent trajectories' starts the sampler recorded,
 where they left from on the radius's quantile coordinate ``u`` (``divergence_u``) and how many
 of those from the small-radius wall (``wall_divergences``: ``u`` below -3); not recorded for
@@ -90,7 +91,7 @@ FIELDS = [
     "r_hat_max", "ess_bulk_min", "ess_tail_min", "min_ess_per_s", "divergences",
     "rmse", "crps", "picp", "nlpd", "multimodal_warning", "basins", "sampled_as", "predict_s",
     "steps_per_draw", "mass_matrix", "basin_rule", "divergences_recorded", "wall_divergences",
-    "grad_ms", "divergence_u",
+    "grad_ms", "divergence_u", "r_hat_var", "ess_bulk_var",
 ]  # fmt: skip
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
@@ -161,7 +162,7 @@ def _with_new_columns(row: dict) -> dict:
     """A row of a results file written before a column was added, with that column filled in."""
     unrecorded = dict.fromkeys(("divergences_recorded", "wall_divergences", "grad_ms"), "nan")
     row = {"basins": 1, "steps_per_draw": "nan", "mass_matrix": "diagonal", **unrecorded,
-           "divergence_u": "", **row}  # fmt: skip
+           "divergence_u": "", "r_hat_var": "", "ess_bulk_var": "", **row}  # fmt: skip
     row.setdefault("basin_rule", PREVIOUS_BASIN_RULE if row["model"] == "SLE" else "")
     row.setdefault("sampled_as", FIRST_SAMPLED_AS if row["model"] == "SLE" else "")
     if "predict_s" not in row:  # wall = setup + sampling + prediction and scoring
@@ -456,7 +457,7 @@ def read_rows(path: Path) -> list[dict]:
     for r in rows:
         for k in FIELDS:
             if k not in ("benchmark", "model", "spec", "sampler", "multimodal_warning",
-                         "divergence_u", *IDENTITY):  # fmt: skip
+                         "divergence_u", "r_hat_var", "ess_bulk_var", *IDENTITY):  # fmt: skip
                 r[k] = float(r[k])
     return rows
 
@@ -502,6 +503,9 @@ def aggregate(rows: list[dict]) -> list[dict]:
             **{k: float(np.mean([r[k] for r in rs])) for k in ("rmse", "crps", "picp", "nlpd")},
             "picp_range": (min(r["picp"] for r in rs), max(r["picp"] for r in rs)),
             "picp_splits": [r["picp"] for r in rs],
+            "r_hat_worst": _worst_of(max(rs, key=lambda r: r["r_hat_max"]), "r_hat_var"),
+            "ess_bulk_worst": _worst_of(min(rs, key=lambda r: r["ess_bulk_min"]),
+                                        "ess_bulk_var"),
             "warned": sum(r["basins"] > 1 for r in rs),
             **_divergence_origins(rs),
             "steps_per_draw_range": _range(r["steps_per_draw"] for r in rs),
@@ -510,6 +514,12 @@ def aggregate(rows: list[dict]) -> list[dict]:
             "sampling_s": float(np.median([r["sampling_s"] for r in rs])),
         })  # fmt: skip
     return out
+
+
+def _worst_of(row: dict, column: str) -> tuple[int, str]:
+    """The split of a group's worst fit and the variable ``column`` names there (``""`` for a
+    fit run before the variables were kept)."""
+    return int(row["split"]), row[column]
 
 
 def _finite(values) -> list[float]:
@@ -548,8 +558,16 @@ def _splits(n: int) -> str:
     return f"{n} split" if n == 1 else f"{n} splits"
 
 
-def _per_fit_reason(s: dict, baseline: dict | None) -> str:
-    return "the worst fit is in the per-fit rows below"
+def _worst_variable_reason(key: str) -> Callable[[dict, dict | None], str]:
+    """The reason for an r-hat or ESS miss: the split and the variable of the worst fit."""
+
+    def reason(s: dict, baseline: dict | None) -> str:
+        split, variable = s[key]
+        if not variable:
+            return f"split {split} (the variable was not recorded: a fit run before it was kept)"
+        return f"split {split}, on `{variable}`"
+
+    return reason
 
 
 def _divergence_reason(s: dict, baseline: dict | None) -> str:
@@ -592,9 +610,9 @@ def _picp_reason(s: dict, baseline: dict | None) -> str:
 #: the baseline's entry, if run).
 _TARGETS = (
     ("r-hat <= 1.01", lambda s: f"{s['r_hat_max']:.3f}", lambda s: s["r_hat_max"] <= R_HAT_MAX,
-     _per_fit_reason),
+     _worst_variable_reason("r_hat_worst")),
     ("min bulk ESS >= 400", lambda s: f"{s['ess_bulk_min']:.0f}",
-     lambda s: s["ess_bulk_min"] >= ESS_MIN, _per_fit_reason),
+     lambda s: s["ess_bulk_min"] >= ESS_MIN, _worst_variable_reason("ess_bulk_worst")),
     ("0 divergences", lambda s: f"{s['divergences']}", lambda s: s["divergences"] == 0,
      _divergence_reason),
     ("PICP in [0.92, 0.97]", lambda s: "{:.3f}-{:.3f}".format(*s["picp_range"]),

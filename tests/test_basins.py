@@ -51,6 +51,9 @@ def test_plain_nuts_sees_one_well_and_sample_basins_both_by_their_mass():
     assert worst["r_hat_max"] == max(diagnostics["basin_r_hat_max"])
     assert worst["ess_bulk_min"] == min(diagnostics["basin_ess_bulk_min"])
     assert worst["divergences"] == sum(diagnostics["basin_divergences"])
+    # which variable was worst, in each basin and overall (here the only one)
+    assert diagnostics["basin_r_hat_var"] == diagnostics["basin_ess_bulk_var"] == ["x", "x"]
+    assert worst["r_hat_var"] == worst["ess_bulk_var"] == "x"
     assert convergence(plain, ["x"])[1]["basins"] == 1
     assert model.rvs_to_initial_values[model["x"]] is None  # the model's start is restored
 
@@ -68,6 +71,10 @@ def test_divergences_of_every_basin_draw_count_not_only_the_pooled_ones():
     idata.posterior.attrs.update({**attrs, "basin_radius": [1.0, 2.0], "basin_cuts": [1.5],
                                   "basin_draws": [25, 25]})  # fmt: skip
     assert convergence(idata, ["x"])[1]["divergences"] == 5
+    # a result stored before the worst variables were kept: their names are unknown, not guessed
+    assert convergence(idata, ["x"])[1]["r_hat_var"] == ""
+    idata.posterior.attrs.update(basin_r_hat_var=["x", "y"], basin_ess_bulk_var=["z", "w"])
+    assert convergence(idata, ["x"])[1]["ess_bulk_var"] == "z"  # the basin with ESS 400
     idata.posterior.attrs.clear()
     assert convergence(idata, ["x"])[1]["divergences"] == 1
 

@@ -96,6 +96,9 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
         assert 0 <= float(r["picp"]) <= 1 and float(r["rmse"]) > 0 and float(r["r_hat_max"]) > 0
         assert float(r["grad_ms"]) > 0  # one log density and gradient, timed after sampling
     sle_row, baseline_row = rows
+    # the worst variables are named: what NUTS sampled for the SLE (ls_rel, not only ls)
+    assert sle_row["r_hat_var"] in {"radius", "ls_rel", "ls", "eta", "sigma"}
+    assert sle_row["ess_bulk_var"] in {"radius", "ls_rel", "ls", "eta", "sigma"}
     # The SLE's divergence records are kept; the radius is on its quantile scale here.
     recorded, at_wall = float(sle_row["divergences_recorded"]), float(sle_row["wall_divergences"])
     assert recorded == float(sle_row["divergences"]) and 0 <= at_wall <= recorded
@@ -166,7 +169,8 @@ def test_nuts_convergence_targets_report_each_figure():
                 "basin_rule": BASIN_RULE, "steps_per_draw": 6.0, "grad_ms": 10.0,
                 "divergences_recorded": divergences,
                 "wall_divergences": divergences // 2,
-                "divergence_u": ";".join(["-3.5", "0.25", "1.5"][:divergences])}  # fmt: skip
+                "divergence_u": ";".join(["-3.5", "0.25", "1.5"][:divergences]),
+                "r_hat_var": "sigma", "ess_bulk_var": "radius"}  # fmt: skip
 
     # A fit of the first defaults, from a file written before the column existed: kept as a
     # record, apart, and not checked against the targets.
@@ -187,6 +191,11 @@ def test_nuts_convergence_targets_report_each_figure():
     # A miss comes with its reason, read off the measurements; a target met has none.
     reason = {c["target"]: c["reason"] for c in targets(summary, n_splits=3)}
     assert reason["min bulk ESS >= 400"] == "-"
+    assert reason["r-hat <= 1.01"] == "split 1, on `sigma`"  # the split with r-hat 1.02
+    unnamed = aggregate([{**row(2, 1.03, 0.95), "r_hat_var": ""}])  # a fit from before
+    reason = {c["target"]: c["reason"] for c in targets(unnamed, n_splits=1)}
+    assert reason["r-hat <= 1.01"].startswith("split 2 (the variable was not recorded")
+    reason = {c["target"]: c["reason"] for c in targets(summary, n_splits=3)}
     assert reason["0 divergences"] == (
         "1 of the 2 recorded left from the small-radius wall (u < -3), the other from u = 0.25"
     )

@@ -1,11 +1,12 @@
 """``fit_and_score``'s prediction: independent draws from the conditional's marginals."""
 
+import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
 from pymc.gp.util import JITTER_DEFAULT
 
-from pymc_sle.evaluation.holdout import NutsSettings, _marginal_predictive
+from pymc_sle.evaluation.holdout import NutsSettings, _marginal_predictive, convergence
 
 
 @pytest.mark.parametrize("pred_noise", [False, True])
@@ -36,3 +37,30 @@ def test_divergence_records_need_a_sampler_that_keeps_them():
         ValueError, match="needs `nuts_sampler` 'pymc' or 'nutpie', but got 'numpyro'"
     ):
         NutsSettings(nuts_sampler="numpyro", divergence_records=True)
+
+
+def test_convergence_names_the_worst_variables():
+    """``stuck``'s chains sit apart (large r-hat), ``sticky`` is an AR(1) chain with small ESS,
+    ``fine`` is white noise: the worst of each diagnostic is named, as the summary names it."""
+    rng = np.random.default_rng(0)
+    noise = rng.normal(size=(4, 500))
+    sticky = np.zeros((4, 500))
+    for t in range(1, 500):
+        sticky[:, t] = 0.97 * sticky[:, t - 1] + rng.normal(size=4)
+    posterior = {"fine": noise, "stuck": noise + np.arange(4)[:, None], "sticky": sticky}
+    stats = {"diverging": np.zeros((4, 500), dtype=bool)}
+    idata = az.from_dict(posterior=posterior, sample_stats=stats)
+    summary, worst = convergence(idata, list(posterior))
+    assert worst["r_hat_var"] == "stuck" == summary["r_hat"].idxmax()
+    assert worst["ess_bulk_var"] == summary["ess_bulk"].idxmin()
+    assert worst["ess_bulk_var"] in ("stuck", "sticky")
+    assert worst["r_hat_max"] == summary.loc["stuck", "r_hat"]
+
+
+def test_convergence_of_one_chain_names_no_worst_variable():
+    """r-hat needs two chains: undefined diagnostics name no variable, and nothing raises."""
+    rng = np.random.default_rng(1)
+    idata = az.from_dict(posterior={"a": rng.normal(size=(1, 50))},
+                         sample_stats={"diverging": np.zeros((1, 50), dtype=bool)})  # fmt: skip
+    _, worst = convergence(idata, ["a"])
+    assert np.isnan(worst["r_hat_max"]) and worst["r_hat_var"] == ""

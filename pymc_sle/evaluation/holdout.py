@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from pymc_sle._pymc_compat import build_conditional_marginals
 from pymc_sle.evaluation.metrics import evaluate
-from pymc_sle.inference.basins import basin_diagnostics, sample_basins
+from pymc_sle.inference.basins import basin_diagnostics, sample_basins, worst_variables
 from pymc_sle.inference.priors import SLEPriors
 
 __all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score"]
@@ -112,12 +112,16 @@ class HoldoutFit:
 
 def convergence(idata, var_names) -> tuple[pd.DataFrame, dict[str, float]]:
     """ArviZ's summary of ``var_names`` and its worst values: largest r-hat, smallest bulk and
-    tail ESS, and the number of divergent transitions (0 when the sampler reports none).
+    tail ESS, the number of divergent transitions (0 when the sampler reports none), and the
+    variables with the largest r-hat and the smallest bulk ESS (``r_hat_var``, ``ess_bulk_var``,
+    as the summary names them, e.g. ``"sigma"`` or ``"w[3]"``; ``""`` where undefined, e.g. for
+    one chain).
 
     For a posterior pooled from several radius basins
     (:func:`~pymc_sle.inference.sample_basins`), r-hat and ESS are the worst over the basins'
     own chains, which is what measures convergence there, and the divergences are counted over
-    all their draws (not only the pooled ones); ``basins`` counts them (1 otherwise).
+    all their draws (not only the pooled ones); ``basins`` counts them (1 otherwise). The worst
+    variables are then the worst basin's (``""`` for a result stored without them).
     """
     summary = az.summary(idata, var_names=list(var_names), round_to="none")
     stats = idata.sample_stats
@@ -128,15 +132,20 @@ def convergence(idata, var_names) -> tuple[pd.DataFrame, dict[str, float]]:
         "ess_tail_min": float(summary["ess_tail"].min()),
         "divergences": divergences,
         "basins": 1,
+        **dict(zip(("r_hat_var", "ess_bulk_var"), worst_variables(summary), strict=True)),
     }
     per_basin = basin_diagnostics(idata)
     if per_basin is not None:
+        r_hat, ess_bulk = per_basin["basin_r_hat_max"], per_basin["basin_ess_bulk_min"]
+        slowest, least = int(np.argmax(r_hat)), int(np.argmin(ess_bulk))
         worst.update(
-            r_hat_max=max(per_basin["basin_r_hat_max"]),
-            ess_bulk_min=min(per_basin["basin_ess_bulk_min"]),
+            r_hat_max=r_hat[slowest],
+            ess_bulk_min=ess_bulk[least],
             ess_tail_min=min(per_basin["basin_ess_tail_min"]),
             divergences=sum(per_basin["basin_divergences"]),
             basins=len(per_basin["basin_weight"]),
+            r_hat_var=per_basin.get("basin_r_hat_var", [""] * len(r_hat))[slowest],
+            ess_bulk_var=per_basin.get("basin_ess_bulk_var", [""] * len(ess_bulk))[least],
         )
     return summary, worst
 

@@ -45,6 +45,22 @@ __all__ = ["basin_diagnostics", "sample_basins"]
 
 _ATTRS = ("basin_radius", "basin_weight", "basin_cuts", "basin_r_hat_max", "basin_ess_bulk_min",
           "basin_ess_tail_min", "basin_divergences", "basin_draws")  # fmt: skip
+#: Which variable had each basin's worst r-hat and smallest bulk ESS (results written before
+#: these were kept lack them).
+_WORST_VARIABLE_ATTRS = ("basin_r_hat_var", "basin_ess_bulk_var")
+
+
+def worst_variables(summary) -> tuple[str, str]:
+    """The variables of an ArviZ summary with the largest r-hat and the smallest bulk ESS, as the
+    summary names them; ``""`` where the diagnostic is undefined (one chain, or too few draws)."""
+
+    def worst(column: str, largest: bool) -> str:
+        values = summary[column]
+        if values.isna().all():
+            return ""
+        return str(values.idxmax() if largest else values.idxmin())
+
+    return worst("r_hat", True), worst("ess_bulk", False)
 
 
 def _pool(fits: list[az.InferenceData], weights: np.ndarray, draws: int) -> az.InferenceData:
@@ -177,7 +193,8 @@ def sample_basins(
         ``basin_draws``, ``basin_cuts`` (the radii where neighbouring intervals meet) and each
         basin's ``basin_r_hat_max``, ``basin_ess_bulk_min``, ``basin_ess_tail_min`` and
         ``basin_divergences`` (all of its chains' draws: the pooled ``sample_stats`` keep only
-        the thinned ones).
+        the thinned ones), with the variables of its worst r-hat and smallest bulk ESS
+        (``basin_r_hat_var``, ``basin_ess_bulk_var``).
 
     Raises
     ------
@@ -222,7 +239,8 @@ def sample_basins(
         diverging = fit.sample_stats.get("diverging")
         diagnostics.append((summary["r_hat"].max(), summary["ess_bulk"].min(),
                             summary["ess_tail"].min(),
-                            0 if diverging is None else int(diverging.sum())))  # fmt: skip
+                            0 if diverging is None else int(diverging.sum()),
+                            *worst_variables(summary)))  # fmt: skip
     # A basin too light to sample lies in a sampled one's interval, which holds its mass too.
     weights = np.zeros(len(basins))
     np.add.at(weights, np.searchsorted(cuts, [b.radius for b in priors.basins]),
@@ -238,6 +256,8 @@ def sample_basins(
             "basin_ess_bulk_min": [float(d[1]) for d in diagnostics],
             "basin_ess_tail_min": [float(d[2]) for d in diagnostics],
             "basin_divergences": [d[3] for d in diagnostics],
+            "basin_r_hat_var": [d[4] for d in diagnostics],
+            "basin_ess_bulk_var": [d[5] for d in diagnostics],
             "basin_draws": counts.tolist(),
         }
     )
@@ -246,8 +266,10 @@ def sample_basins(
 
 def basin_diagnostics(idata: az.InferenceData) -> dict[str, list[float]] | None:
     """The per-basin diagnostics :func:`~pymc_sle.inference.sample_basins` stored, or ``None``
-    for a single-basin (ordinary) posterior."""
+    for a single-basin (ordinary) posterior. The worst variables' names are included when the
+    result has them."""
     attrs = idata.posterior.attrs
     if "basin_weight" not in attrs:
         return None
-    return {key: list(attrs[key]) for key in _ATTRS}
+    keys = _ATTRS + tuple(k for k in _WORST_VARIABLE_ATTRS if k in attrs)
+    return {key: list(attrs[key]) for key in keys}
