@@ -564,7 +564,7 @@ def _worst_variable_reason(key: str) -> Callable[[dict, dict | None], str]:
     def reason(s: dict, baseline: dict | None) -> str:
         split, variable = s[key]
         if not variable:
-            return f"split {split} (the variable was not recorded: a fit run before it was kept)"
+            return f"split {split} (no variable recorded: a fit run before they were kept)"
         return f"split {split}, on `{variable}`"
 
     return reason

@@ -194,7 +194,7 @@ def test_nuts_convergence_targets_report_each_figure():
     assert reason["r-hat <= 1.01"] == "split 1, on `sigma`"  # the split with r-hat 1.02
     unnamed = aggregate([{**row(2, 1.03, 0.95), "r_hat_var": ""}])  # a fit from before
     reason = {c["target"]: c["reason"] for c in targets(unnamed, n_splits=1)}
-    assert reason["r-hat <= 1.01"].startswith("split 2 (the variable was not recorded")
+    assert reason["r-hat <= 1.01"].startswith("split 2 (no variable recorded")
     reason = {c["target"]: c["reason"] for c in targets(summary, n_splits=3)}
     assert reason["0 divergences"] == (
         "1 of the 2 recorded left from the small-radius wall (u < -3), the other from u = 0.25"

@@ -1,4 +1,5 @@
-"""``fit_and_score``'s prediction: independent draws from the conditional's marginals."""
+"""``fit_and_score``'s prediction (independent draws from the conditional's marginals), its
+settings, and ``convergence``'s worst values."""
 
 import arviz as az
 import numpy as np
