@@ -180,6 +180,37 @@ def test_ridges_of_ls_eta_and_sigma_are_their_own_conditional_means():
         Ridge(grid, "radius")
 
 
+@pytest.mark.parametrize("name, slope", [("sigma", -0.8), ("eta", 0.5), ("sigma", 1.7)])
+def test_floored_ridge_follows_the_conditional_mean_only_above_its_level(name, slope):
+    """log theta | log r ~ N(c + slope log r, 0.2), radius weights rising along the axis: the
+    floored ridge is the line where it lies well above the grid posterior's mean of log theta,
+    that mean where the line lies well below it, and never below either."""
+    log_r = np.linspace(-1.0, 1.0, 12)
+    axis = np.linspace(-3.0, 3.0, 61)  # cells of 0.1, half the conditional sd
+    line = 0.2 + slope * log_r
+    log_weight = 0.7 * log_r  # the radius marginal is not uniform: the level is weighted
+    one = -0.5 * ((axis[None, :] - line[:, None]) / 0.2) ** 2 + log_weight[:, None]
+    keep = 1 + Ridge.followed.index(name)
+    log_density = np.expand_dims(one, tuple(a for a in (1, 2, 3) if a != keep))
+    log_density = np.broadcast_to(log_density, (12, 61, 61, 61)).copy()
+    grid = dataclasses.replace(
+        _grid(np.exp(log_r), np.exp(axis), np.zeros((12, 61))),
+        eta=np.exp(axis), sigma=np.exp(axis), log_density=log_density,
+    )  # fmt: skip
+    ridge, floored = Ridge(grid, name), Ridge(grid, name, floored=True)
+    weights = np.exp(log_weight) / np.exp(log_weight).sum()
+    level = float(weights @ line)
+    assert floored.level == pytest.approx(level, abs=1e-3) and ridge.level == floored.level
+    np.testing.assert_allclose(ridge.values, line, atol=1e-3)  # flooring is opt-in
+    above, below = line > level + 0.3, line < level - 0.3
+    assert above.any() and below.any()
+    np.testing.assert_allclose(floored.values[above], line[above], atol=2e-3)
+    np.testing.assert_allclose(floored.values[below], level, atol=2e-3)
+    assert np.all(floored.values >= np.maximum(line, level) - 1e-3)
+    assert np.all(floored.values <= np.maximum(line, level) + Ridge.floor_width * np.log(2) + 1e-3)
+    assert np.all(np.diff(floored.values) * np.sign(slope) >= -1e-9)  # monotone like the line
+
+
 def test_ridge_moves_continuously_when_the_conditional_has_two_modes():
     """Two ls modes (0.55 and 1.0, as on Teddy) whose weights trade places across the radii: the
     conditional mode would jump by 0.45 between neighbouring radii, the mean moves in steps."""

@@ -23,7 +23,8 @@ each a smooth bijection, so the prior and the posterior are exactly those of the
   into short intervals.
 - :class:`Ridge` is the grid's conditional mean :math:`m(\log r) = E[\log \theta \mid \log r]`;
   ``sle_priors`` samples :math:`\log \theta - m(\log r)` instead of :math:`\log \theta` for
-  ``ls``, and with ``scale_ridges=True`` also for ``eta`` and ``sigma``.
+  ``ls``, and with ``scale_ridges=True`` also for ``eta`` and ``sigma`` (floored: see
+  :class:`Ridge`).
 
 Both maps are piecewise-cubic Hermite interpolants (PCHIP) with continuous first derivatives,
 so the log density and its gradient are continuous, as leapfrog integration needs.
@@ -221,12 +222,27 @@ class Ridge(Hermite):
     higher one jumps between them. The mean moves continuously. The grid's cells of
     :math:`\theta` must be narrower than the conditional spread, or the mean snaps from cell to
     cell.
+
+    With ``floored=True`` the ridge follows :math:`m` only where it rises above its level
+    :math:`\ell = E[\log \theta]` (the grid posterior's mean), and stays at the level
+    elsewhere, through a softplus :attr:`floor_width` wide:
+
+    .. math::
+
+        m_+(\log r) = \ell + w \log\!\big(1 + e^{(m(\log r) - \ell) / w}\big).
+
+    For the noise and the signal scale: where they rise, the GP gives way to noise (bumps that
+    lose their neighbours at the small-radius wall, or cover everything at large radii), a
+    corner NUTS reaches along the ridge; where the noise falls, the GP interpolates and the
+    noise's conditional spread widens, which a shift does not follow (``docs/hyperposterior.md``).
     """
 
     #: The variables a ridge can follow: the grid's axes 1, 2 and 3 (axis 0 is the radius).
     followed = ("ls", "eta", "sigma")
+    #: Width (in log units) of the softplus that floors a ridge at its level.
+    floor_width = 0.05
 
-    def __init__(self, grid, name: str = "ls"):
+    def __init__(self, grid, name: str = "ls", *, floored: bool = False):
         if name not in self.followed:
             raise ValueError(f"`name` must be one of {self.followed}, but got {name!r}")
         others = tuple(a for a in (1, 2, 3) if a != 1 + self.followed.index(name))
@@ -235,5 +251,10 @@ class Ridge(Hermite):
         log_theta = np.log(getattr(grid, name))
         mean = weights @ log_theta
         self.spread = np.sqrt(np.maximum(weights @ log_theta**2 - mean**2, 0.0))
+        #: The grid posterior's mean of log theta, the floor of a floored ridge.
+        self.level = float(grid.marginal("radius") @ mean)
+        if floored:
+            w = self.floor_width
+            mean = self.level + w * np.logaddexp(0.0, (mean - self.level) / w)
         log_radius = np.log(grid.radius)
         super().__init__(log_radius[0], log_radius[1] - log_radius[0], mean)

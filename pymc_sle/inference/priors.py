@@ -244,7 +244,7 @@ def sle_priors(
       ``ls`` keeps exactly its ``LogNormal(mu, sigma)`` prior, independent of the radius; NUTS
       samples ``ls_rel`` (named ``f"{names['ls']}_rel"``), which does not follow the radius;
     - ``eta`` and ``sigma`` on log scales centred at the grid's mode; with
-      ``scale_ridges=True`` they follow ridges of their own instead (below);
+      ``scale_ridges=True`` they follow floored ridges of their own instead (below);
     - every chain starts at the grid's mode, jittered by about a posterior standard deviation.
 
     When basins behind dips deeper than 3 nats each hold at least 1 % of the mass, the radius's
@@ -285,15 +285,17 @@ def sle_priors(
         the radius is on its quantile scale): ``eta = exp(ridge_eta(log radius)) * eta_rel``
         with ``eta_rel | radius ~ HalfNormal(std(y) * exp(-ridge_eta))``, so ``eta`` keeps
         exactly its ``HalfNormal(std(y))`` prior; the same for ``sigma``. NUTS then samples
-        ``eta_rel`` and ``sigma_rel``, and ``eta`` and ``sigma`` are deterministics. Turn it on
-        when divergent trajectories start at the small-radius wall (the radius's sampled ``u``
-        below -3): there the noise and signal scales grow as bumps lose their neighbours, and at
-        fixed ``eta`` and ``sigma`` the log density falls off a cliff. On the strings benchmark's
-        split 0 it took nutpie from 1-4 divergences per fit to none (5 sampler seeds). It is
-        not the default because where the conditional spread of ``sigma`` changes several-fold
-        with the radius the ridge bends the bulk instead: on the gallery's W2-image model it
-        gave 2-8 divergences per fit where the default gives none
-        (``docs/hyperposterior.md``).
+        ``eta_rel`` and ``sigma_rel``, and ``eta`` and ``sigma`` are deterministics. These
+        ridges are *floored*: they follow the grid's conditional mean only where it rises above
+        the grid posterior's mean (``pymc_sle/inference/_transforms.py``), i.e. where
+        the GP gives way to noise, at the small-radius wall and at large radii. Turn it on when
+        divergent trajectories start at large ``|u|`` (the radius's sampled coordinate) with
+        ``sigma`` far above its bulk. On the strings benchmark's split 0 it took nutpie from
+        1-4 divergences per fit to none (sampler seeds 1-3), and the gallery's W2-image model
+        kept none (seeds 1-5), where unfloored ridges (the option before) gave 2-8. It is not
+        the default: on Teddy n = 400's split 1 it gave 7 where the default gives 4, from a
+        trench the radius map makes at a light far basin, and the full benchmark has not been
+        rerun with it (``docs/hyperposterior.md``).
 
     Returns
     -------
@@ -350,7 +352,7 @@ def sle_priors(
     # basins, their masses and starts come from the fine grid (with finer eta and sigma cells to
     # weigh them: _WEIGHING_SCALES).
     followed = _ON_RIDGES if scale_ridges and on_quantiles else ("ls",)
-    ridges = {name: Ridge(grid, name) for name in followed}
+    ridges = {name: Ridge(grid, name, floored=name != "ls") for name in followed}
     centre = grid if on_quantiles else coarse
 
     def sampled(point: dict[str, float]) -> dict[str, float]:
