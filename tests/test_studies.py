@@ -269,3 +269,34 @@ def test_calibration_candidates_reject_a_candidate_that_changes_nothing(sphere):
     bench = BENCHMARKS["teddy_200"](True, SimpleNamespace(mesh=sphere))
     with pytest.raises(ValueError, match=r"`name` must be one of .* but got 'inner matern52'"):
         fit(bench, True, "inner matern52", 1, 1)  # Teddy's own inner kernel
+
+
+def test_radius_divergence_starts_reads_u_and_skips_pooled_basins():
+    """nutpie's records give u at each divergence's last good state; when the chains sampled a
+    confined copy of u (basins apart, pooled), there is no u column and nothing is read."""
+    import types
+
+    import arviz as az
+    import xarray as xr
+
+    from benchmarks.studies.common import radius_divergence_starts
+
+    def idata(names):
+        starts = np.arange(2 * 3 * len(names), dtype=float).reshape(2, 3, len(names))
+        diverging = np.array([[True, False, False], [False, False, True]])
+        stats = xr.Dataset(
+            {"diverging": (("chain", "draw"), diverging),
+             "divergence_start": (("chain", "draw", "unconstrained_parameter"), starts)},
+            coords={"unconstrained_parameter": names},
+        )  # fmt: skip
+        return az.InferenceData(sample_stats=stats)
+
+    radius = object()
+    model = types.SimpleNamespace(
+        rvs_to_transforms={radius: types.SimpleNamespace(to_unit=None)},
+        rvs_to_values={radius: types.SimpleNamespace(name="radius_quantilelog__")},
+    )
+    priors = {"radius": radius}
+    found = radius_divergence_starts(idata(["eta_log__", "radius_quantilelog__"]), model, priors)
+    np.testing.assert_array_equal(found, [1.0, 11.0])
+    assert radius_divergence_starts(idata(["eta_log__", "radius_chain__"]), model, priors) is None

@@ -103,14 +103,18 @@ def divergence_starts(idata, value_name: str) -> np.ndarray:
 def radius_divergence_starts(idata, model, priors) -> np.ndarray | None:
     """Where the recorded divergent trajectories left from on the radius's sampled quantile
     scale ``u`` (``sle_priors``'s map). ``None`` when the radius is not sampled on that scale
-    (several basins: centred log scales) or the sampler kept no records (pooled basins)."""
+    (several basins: centred log scales), the sampler kept no records, or the chains sampled
+    basins apart (pooled; their coordinate is ``u`` confined to each basin's interval)."""
     radius = priors["radius"]
     if not hasattr(model.rvs_to_transforms.get(radius), "to_unit"):
         return None
     stats = idata.sample_stats
     if "divergence_start" not in stats and "warning" not in stats:
         return None
-    return divergence_starts(idata, model.rvs_to_values[radius].name)
+    name = model.rvs_to_values[radius].name
+    if "divergence_start" in stats and name not in stats["unconstrained_parameter"].values:
+        return None
+    return divergence_starts(idata, name)
 
 
 def write_json(path: Path, payload: dict) -> None:
