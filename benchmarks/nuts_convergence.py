@@ -96,11 +96,15 @@ FIELDS = [
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
 SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls"
-#: Tried as the default, kept as an option (``sle_priors(..., scale_ridges=True)``): eta and sigma
-#: also follow ridges of their own. It removed the divergences that start at the small-radius
-#: wall, where at fixed eta and sigma the log density falls off a cliff, and gave the gallery's
-#: W2-image model divergences it does not have by default.
-SCALE_RIDGES_SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls, eta, sigma"
+#: The option ``sle_priors(..., scale_ridges=True)``: eta and sigma also follow ridges of their
+#: own, floored at their grid means (followed only where they rise: where the GP gives way to
+#: noise).
+SCALE_RIDGES_SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls, floored-ridge eta, sigma"
+#: The option before its ridges were floored (tried as the default for part of one session). It
+#: removed the divergences that start at the small-radius wall, where at fixed eta and sigma the
+#: log density falls off a cliff, and gave the gallery's W2-image model divergences it does not
+#: have by default.
+FULL_RIDGES_SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls, eta, sigma"
 UNCUT_SAMPLED_AS = "quantile radius, mean-ridge ls"
 #: The default before sample_basins confined each basin's chains to its radius interval (on the
 #: strings' split 2 the chains started in one basin strayed into the other).
@@ -119,8 +123,8 @@ GAMMA_NOISE_SAMPLED_AS = "quantile radius, mean-ridge ls, Gamma noise (tried)"
 #: start; a ridge that followed the conditional mode of log ls (it jumped between two modes on
 #: Teddy); the maps used across several basins (the dips became trenches; now centred log scales
 #: there); the radius map whose lower tail reached past the small-radius wall; basins sampled
-#: without confining their chains; ls on a centred log scale across deep dips; and the scale
-#: ridges, an option.
+#: without confining their chains; ls on a centred log scale across deep dips; the scale ridges
+#: before they were floored; and the floored scale ridges, an option.
 PREVIOUS_SAMPLED_AS = (
     FIRST_SAMPLED_AS,
     "quantile radius, mode-ridge ls",
@@ -130,6 +134,7 @@ PREVIOUS_SAMPLED_AS = (
     UNCUT_SAMPLED_AS,
     UNCONFINED_SAMPLED_AS,
     CENTRED_ACROSS_DIPS_SAMPLED_AS,
+    FULL_RIDGES_SAMPLED_AS,
     SCALE_RIDGES_SAMPLED_AS,
 )
 
@@ -809,8 +814,10 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         f"started); `{UNCONFINED_SAMPLED_AS}` (the current default with each basin's chains "
         "free to leave it, which counts the mass they stray into twice); "
         f"`{SCALE_RIDGES_SAMPLED_AS}` is the option `sle_priors(..., scale_ridges=True)`: `eta` "
-        "and `sigma` also as ratios to their own ridges (tried as the default in one session; "
-        "on splits with several basins behind deep dips it samples as the default does). "
+        "and `sigma` also as ratios to their own ridges, floored at the grid posterior's means "
+        "(followed only where they rise above them); on splits with several basins behind deep "
+        f"dips it samples as the default does. `{FULL_RIDGES_SAMPLED_AS}` is the option before "
+        "its ridges were floored (tried as the default in one session). "
         f"`{GAMMA_NOISE_SAMPLED_AS}` is `{UNCUT_SAMPLED_AS}` with the noise prior "
         "`sigma ~ Gamma(2, 2.5 / std(y))` instead of `HalfNormal(std(y))`: tried, not adopted "
         "(fewer divergences on one example model, not on these benchmarks). "

@@ -71,8 +71,10 @@ RADIUS_MAP, UNCUT_RADIUS_MAP = "cut at the wall", "reaching past the wall (earli
 CENTRED_ACROSS_SHALLOW_DIPS = "none: centred logs across a 1.5-3-nat dip (tried)"
 #: How ``sle_priors`` samples the scales when it uses the maps: by default ``ls`` as a ratio to its
 #: grid ridge (``eta``, ``sigma`` on centred log scales); with ``scale_ridges=True`` (``--scale-
-#: ridges``) all three.
-SCALES = {False: "ls on its ridge", True: "ls, eta, sigma on ridges"}
+#: ridges``) ``eta`` and ``sigma`` too, on floored ridges. FULL_RIDGES: the option before its
+#: ridges were floored (its fits kept as a record).
+SCALES = {False: "ls on its ridge", True: "ls on its ridge, eta and sigma on floored ridges"}
+FULL_RIDGES = "ls, eta, sigma on ridges"
 
 
 def mesh_model(quick: bool, scale_ridges: bool = False):
@@ -290,7 +292,7 @@ def main(argv=None) -> None:
             f"`{SCALES[False]}` (the default: `ls` sampled as its ratio to the grid's "
             "conditional mean given the radius, `eta` and `sigma` on centred log scales) or "
             f"`{SCALES[True]}` (`sle_priors(..., scale_ridges=True)`, run with "
-            "`--scale-ridges`). "
+            f"`--scale-ridges`); `{FULL_RIDGES}` is that option before its ridges were floored. "
             f"Rows with the map {UNCUT_RADIUS_MAP}, with `{CENTRED_ACROSS_SHALLOW_DIPS}` (the W2 "
             "images' two basins on centred log scales), with "
             f"{TRIED_NOISE_PRIOR} and "
