@@ -292,10 +292,10 @@ def sle_priors(
         divergent trajectories start at large ``|u|`` (the radius's sampled coordinate) with
         ``sigma`` far above its bulk. On the strings benchmark's split 0 it took nutpie from
         1-4 divergences per fit to none (sampler seeds 1-3), and the gallery's W2-image model
-        kept none (seeds 1-5), where unfloored ridges (the option before) gave 2-8. It is not
-        the default: on Teddy n = 400's split 1 it gave 7 where the default gives 4, from a
-        trench the radius map makes at a light far basin, and the full benchmark has not been
-        rerun with it (``docs/hyperposterior.md``).
+        kept none (seeds 1-5), where unfloored ridges (the option before) gave 2-8. On the
+        NUTS benchmark it kept every other data set at 0 divergences, but it is not the default:
+        on Teddy n = 400's split 1 it gave 7 where the default gives 4, from a trench the radius
+        map makes at a light far basin (``docs/hyperposterior.md``).
 
     Returns
     -------
