@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from pymc_sle._pymc_compat import build_conditional_marginals
 from pymc_sle.evaluation.metrics import evaluate
-from pymc_sle.inference.basins import basin_diagnostics, sample_basins, worst_variables
+from pymc_sle.inference.basins import basin_diagnostics, sample_basins, worst_values
 from pymc_sle.inference.priors import SLEPriors
 
 __all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score"]
@@ -124,16 +124,7 @@ def convergence(idata, var_names) -> tuple[pd.DataFrame, dict[str, float]]:
     variables are then the worst basin's (``""`` for a result stored without them).
     """
     summary = az.summary(idata, var_names=list(var_names), round_to="none")
-    stats = idata.sample_stats
-    divergences = int(stats["diverging"].sum()) if "diverging" in stats else 0
-    worst = {
-        "r_hat_max": float(summary["r_hat"].max()),
-        "ess_bulk_min": float(summary["ess_bulk"].min()),
-        "ess_tail_min": float(summary["ess_tail"].min()),
-        "divergences": divergences,
-        "basins": 1,
-        **dict(zip(("r_hat_var", "ess_bulk_var"), worst_variables(summary), strict=True)),
-    }
+    worst = {**worst_values(idata, summary), "basins": 1}
     per_basin = basin_diagnostics(idata)
     if per_basin is not None:
         r_hat, ess_bulk = per_basin["basin_r_hat_max"], per_basin["basin_ess_bulk_min"]

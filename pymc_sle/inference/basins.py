@@ -50,9 +50,12 @@ _ATTRS = ("basin_radius", "basin_weight", "basin_cuts", "basin_r_hat_max", "basi
 _WORST_VARIABLE_ATTRS = ("basin_r_hat_var", "basin_ess_bulk_var")
 
 
-def worst_variables(summary) -> tuple[str, str]:
-    """The variables of an ArviZ summary with the largest r-hat and the smallest bulk ESS, as the
-    summary names them; ``""`` where the diagnostic is undefined (one chain, or too few draws)."""
+def worst_values(idata: az.InferenceData, summary) -> dict:
+    """The worst diagnostics of ``summary``, an ArviZ summary of ``idata``'s posterior: largest
+    r-hat, smallest bulk and tail ESS, the number of divergent transitions (0 when the sampler
+    reports none), and the variables with the largest r-hat and the smallest bulk ESS
+    (``r_hat_var``, ``ess_bulk_var``, as the summary names them; ``""`` where the diagnostic is
+    undefined: one chain, or too few draws)."""
 
     def worst(column: str, largest: bool) -> str:
         values = summary[column]
@@ -60,7 +63,15 @@ def worst_variables(summary) -> tuple[str, str]:
             return ""
         return str(values.idxmax() if largest else values.idxmin())
 
-    return worst("r_hat", True), worst("ess_bulk", False)
+    diverging = idata.sample_stats.get("diverging")
+    return {
+        "r_hat_max": float(summary["r_hat"].max()),
+        "ess_bulk_min": float(summary["ess_bulk"].min()),
+        "ess_tail_min": float(summary["ess_tail"].min()),
+        "divergences": 0 if diverging is None else int(diverging.sum()),
+        "r_hat_var": worst("r_hat", True),
+        "ess_bulk_var": worst("ess_bulk", False),
+    }
 
 
 def _pool(fits: list[az.InferenceData], weights: np.ndarray, draws: int) -> az.InferenceData:
@@ -234,13 +245,8 @@ def sample_basins(
         restricted = _restricted(model, radius, interval, basin.start)
         common["model"] = restricted
         fit = pm.sample(random_seed=seed, **common)
-        summary = az.summary(fit, var_names=watched, round_to="none")
         fits.append(fit)
-        diverging = fit.sample_stats.get("diverging")
-        diagnostics.append((summary["r_hat"].max(), summary["ess_bulk"].min(),
-                            summary["ess_tail"].min(),
-                            0 if diverging is None else int(diverging.sum()),
-                            *worst_variables(summary)))  # fmt: skip
+        diagnostics.append(worst_values(fit, az.summary(fit, var_names=watched, round_to="none")))
     # A basin too light to sample lies in a sampled one's interval, which holds its mass too.
     weights = np.zeros(len(basins))
     np.add.at(weights, np.searchsorted(cuts, [b.radius for b in priors.basins]),
@@ -252,12 +258,7 @@ def sample_basins(
             "basin_radius": [b.radius for b in basins],
             "basin_weight": weights.tolist(),
             "basin_cuts": cuts,
-            "basin_r_hat_max": [float(d[0]) for d in diagnostics],
-            "basin_ess_bulk_min": [float(d[1]) for d in diagnostics],
-            "basin_ess_tail_min": [float(d[2]) for d in diagnostics],
-            "basin_divergences": [d[3] for d in diagnostics],
-            "basin_r_hat_var": [d[4] for d in diagnostics],
-            "basin_ess_bulk_var": [d[5] for d in diagnostics],
+            **{f"basin_{key}": [d[key] for d in diagnostics] for key in diagnostics[0]},
             "basin_draws": counts.tolist(),
         }
     )
