@@ -43,8 +43,8 @@ Each target the summary checks comes with its reason, read off these measurement
 The run resumes: every finished fit is appended to the CSV at once, and fits already there are
 skipped, so it can be done in pieces (``--benchmarks``, ``--samplers``, ``--models``,
 ``--only-splits``); ``--refit`` reruns the selected fits and replaces their rows.
-``--scale-ridges`` fits the SLE with ``sle_priors(..., scale_ridges=True)``, the option,
-labelled apart from the default the targets check.
+Rows of earlier defaults and options stay in the CSV as a record, labelled by how they were
+sampled (``sampled_as``); the targets are checked on the current default's.
 
 Writes benchmarks/results/nuts_convergence.{csv,json,md,png}.
 
@@ -91,12 +91,16 @@ FIELDS = [
     "r_hat_max", "ess_bulk_min", "ess_tail_min", "min_ess_per_s", "divergences",
     "rmse", "crps", "picp", "nlpd", "multimodal_warning", "basins", "sampled_as", "predict_s",
     "steps_per_draw", "mass_matrix", "basin_rule", "divergences_recorded", "wall_divergences",
-    "grad_ms", "divergence_u", "r_hat_var", "ess_bulk_var",
+    "grad_ms", "divergence_u", "r_hat_var", "ess_bulk_var", "truncated_mass",
 ]  # fmt: skip
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
-SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls"
-#: The option ``sle_priors(..., scale_ridges=True)``: eta and sigma also follow ridges of their
+SAMPLED_AS = "capped home-basin quantile radius, mean-ridge ls, floored-ridge eta, sigma"
+#: The default before the radius map was built over the start's basin and capped below the light
+#: basins above it (``sle_priors``'s ``cap_radius``), and before eta and sigma followed floored
+#: ridges (``scale_ridges``).
+WALL_CUT_SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls"
+#: The option ``scale_ridges=True`` before the cap: eta and sigma also follow ridges of their
 #: own, floored at their grid means (followed only where they rise: where the GP gives way to
 #: noise).
 SCALE_RIDGES_SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls, floored-ridge eta, sigma"
@@ -108,13 +112,13 @@ FULL_RIDGES_SAMPLED_AS = "wall-cut quantile radius, mean-ridge ls, eta, sigma"
 UNCUT_SAMPLED_AS = "quantile radius, mean-ridge ls"
 #: The default before sample_basins confined each basin's chains to its radius interval (on the
 #: strings' split 2 the chains started in one basin strayed into the other).
-UNCONFINED_SAMPLED_AS = f"{SAMPLED_AS}, basins not confined"
+UNCONFINED_SAMPLED_AS = f"{WALL_CUT_SAMPLED_AS}, basins not confined"
 FIRST_SAMPLED_AS = "centred log"
 #: The default until ls followed its ridge across deep dips too: on the splits whose radius has
 #: several basins behind deep dips (strings and SAXS, split 2), every variable was sampled on a
-#: centred log scale. Those splits' fits were first recorded under ``SAMPLED_AS``, which
-#: described only the single-basin splits; they carry this label since.
-CENTRED_ACROSS_DIPS_SAMPLED_AS = f"{SAMPLED_AS}; centred log ls across deep dips"
+#: centred log scale. Those splits' fits were first recorded under ``WALL_CUT_SAMPLED_AS``,
+#: which described only the single-basin splits; they carry this label since.
+CENTRED_ACROSS_DIPS_SAMPLED_AS = f"{WALL_CUT_SAMPLED_AS}; centred log ls across deep dips"
 #: A variant tried and not adopted: the uncut map with ``sigma ~ Gamma(2, 2.5 / std(y))`` instead of
 #: ``HalfNormal(std(y))``, which keeps chains away from sigma = 0. It removed the W2-image
 #: example's divergences but not the benchmark's (they start at the small-radius wall).
@@ -124,7 +128,8 @@ GAMMA_NOISE_SAMPLED_AS = "quantile radius, mean-ridge ls, Gamma noise (tried)"
 #: Teddy); the maps used across several basins (the dips became trenches; now centred log scales
 #: there); the radius map whose lower tail reached past the small-radius wall; basins sampled
 #: without confining their chains; ls on a centred log scale across deep dips; the scale ridges
-#: before they were floored; and the floored scale ridges, an option.
+#: before they were floored; the floored scale ridges, an option then; and the default before
+#: the cap and the floored ridges.
 PREVIOUS_SAMPLED_AS = (
     FIRST_SAMPLED_AS,
     "quantile radius, mode-ridge ls",
@@ -136,6 +141,7 @@ PREVIOUS_SAMPLED_AS = (
     CENTRED_ACROSS_DIPS_SAMPLED_AS,
     FULL_RIDGES_SAMPLED_AS,
     SCALE_RIDGES_SAMPLED_AS,
+    WALL_CUT_SAMPLED_AS,
 )
 
 
@@ -167,7 +173,8 @@ def _with_new_columns(row: dict) -> dict:
     """A row of a results file written before a column was added, with that column filled in."""
     unrecorded = dict.fromkeys(("divergences_recorded", "wall_divergences", "grad_ms"), "nan")
     row = {"basins": 1, "steps_per_draw": "nan", "mass_matrix": "diagonal", **unrecorded,
-           "divergence_u": "", "r_hat_var": "", "ess_bulk_var": "", **row}  # fmt: skip
+           "divergence_u": "", "r_hat_var": "", "ess_bulk_var": "", "truncated_mass": 0.0,
+           **row}  # fmt: skip
     row.setdefault("basin_rule", PREVIOUS_BASIN_RULE if row["model"] == "SLE" else "")
     row.setdefault("sampled_as", FIRST_SAMPLED_AS if row["model"] == "SLE" else "")
     if "predict_s" not in row:  # wall = setup + sampling + prediction and scoring
@@ -176,21 +183,18 @@ def _with_new_columns(row: dict) -> dict:
     return row
 
 
-def _sampled_as(model_name: str, scale_ridges: bool = False) -> str:
-    if model_name != "SLE":
-        return ""
-    return SCALE_RIDGES_SAMPLED_AS if scale_ridges else SAMPLED_AS
+def _sampled_as(model_name: str) -> str:
+    return SAMPLED_AS if model_name == "SLE" else ""
 
 
 def _mass_matrix(model_name: str, sampler: str) -> str:
     return MASS_MATRIX[sampler] if model_name == "SLE" else "diagonal"
 
 
-def _identity(model_name: str, sampler: str, scale_ridges: bool = False) -> tuple[str, str, str]:
-    """The current default's ``IDENTITY`` columns for a model and sampler (with
-    ``scale_ridges``: the option's)."""
+def _identity(model_name: str, sampler: str) -> tuple[str, str, str]:
+    """The current default's ``IDENTITY`` columns for a model and sampler."""
     rule = BASIN_RULE if model_name == "SLE" else ""
-    return _sampled_as(model_name, scale_ridges), _mass_matrix(model_name, sampler), rule
+    return _sampled_as(model_name), _mass_matrix(model_name, sampler), rule
 
 
 def _is_current(entry: dict) -> bool:
@@ -303,22 +307,25 @@ BENCHMARKS: dict[str, Callable] = {
 }
 
 
-def sle_model(bench: Benchmark, ctx: Context, offset: float, scale_ridges: bool = False):
-    """The README recipe on one split: returns (model, gp, priors, multimodal warning or "")."""
+#: The starts of ``sle_priors``' warnings about the radius posterior: several basins, and the cap.
+_PRIOR_WARNINGS = ("The radius posterior has more than one basin", "The radius is capped")
+
+
+def sle_model(bench: Benchmark, ctx: Context, offset: float):
+    """The README recipe on one split: returns (model, gp, priors, the warnings of several basins
+    and of the radius cap, or "")."""
     D = ctx.landmark[bench.kind]
     rows = np.arange(ctx.n_train)
     with pm.Model() as model, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        priors = sle.priors.sle_priors(
-            D, rows, ctx.y_train - offset, inner=bench.inner, scale_ridges=scale_ridges
-        )
+        priors = sle.priors.sle_priors(D, rows, ctx.y_train - offset, inner=bench.inner)
         cov = priors["eta"] ** 2 * sle.SLE(
             D, radius=priors["radius"], ls=priors["ls"], inner=bench.inner
         )
         gp = sle.gp.Marginal(cov_func=cov)
         gp.marginal_likelihood("y", X=ctx.X_train, y=ctx.y_train - offset, sigma=priors["sigma"])
-    basins = [str(w.message) for w in caught if "more than one basin" in str(w.message)]
-    return model, gp, priors, basins[0] if basins else ""
+    said = [str(w.message) for w in caught]
+    return model, gp, priors, " ".join(m for m in said if m.startswith(_PRIOR_WARNINGS))
 
 
 def fit(
@@ -326,14 +333,13 @@ def fit(
     ctx: Context,
     model_name: str,
     settings: NutsSettings,
-    scale_ridges: bool = False,
 ) -> dict:
     """Build and sample one model on one split; one CSV row."""
     start = time.perf_counter()
     y_test = bench.problem.y[bench.problem.test]
     if model_name == "SLE":
         offset = float(ctx.y_train.mean())
-        model, gp, priors, warning = sle_model(bench, ctx, offset, scale_ridges)
+        model, gp, priors, warning = sle_model(bench, ctx, offset)
     else:
         offset, warning, priors = 0.0, "", None
         model, gp, _ = build(bench.baseline, ctx)
@@ -361,8 +367,8 @@ def fit(
         "wall_divergences": float("nan") if starts is None else int(np.sum(starts < WALL_U)),
         "divergence_u": "" if starts is None else ";".join(f"{u:.2f}" for u in starts),
         "grad_ms": gradient_ms(model, sampled, settings.nuts_sampler),
-        **dict(zip(IDENTITY, _identity(model_name, settings.nuts_sampler, scale_ridges),
-                   strict=True)),
+        "truncated_mass": 0.0 if priors is None else priors.truncated_mass,
+        **dict(zip(IDENTITY, _identity(model_name, settings.nuts_sampler), strict=True)),
     }  # fmt: skip
 
 
@@ -432,7 +438,7 @@ def run(args, settings: NutsSettings, csv_path: Path) -> None:
     done = set() if args.refit else done_keys(csv_path)
 
     def due(name: str, split: int, model: str, sampler: str) -> bool:
-        identity = _identity(model, sampler, args.scale_ridges)
+        identity = _identity(model, sampler)
         return model in args.models and _fit_key(name, split, model, sampler, identity) not in done
 
     for name in args.benchmarks:
@@ -449,7 +455,7 @@ def run(args, settings: NutsSettings, csv_path: Path) -> None:
         contexts = bench.contexts(args.splits)
         for split, model, sampler in todo:
             run_settings = NutsSettings(**{**settings.__dict__, "nuts_sampler": sampler})
-            row = fit(bench, contexts[split], model, run_settings, args.scale_ridges)
+            row = fit(bench, contexts[split], model, run_settings)
             append_row(csv_path, row, replace_fit=args.refit)
             print(f"{name} split {split} {model} {sampler}: r-hat {row['r_hat_max']:.3f}, "
                   f"ESS {row['ess_bulk_min']:.0f}, PICP {row['picp']:.3f}, "
@@ -799,10 +805,13 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "1.5-nat dip apart, and the fine grid spanning those basins, which moved it on strings "
         "split 1 and Teddy n = 200 split 1). "
         f"`sampled as`: how `sle_priors` hands the hyperparameters to NUTS; `{SAMPLED_AS}` "
-        "(the current default: the radius on the grid posterior's quantile scale, with a lower "
-        "tail cut off within a grid cell of the small-radius wall, `ls` as its ratio to the "
-        "grid's conditional mean of `ls` given the radius) is what the targets check. Rows of "
-        "earlier defaults are kept as a record: "
+        "(the current default: the radius on the quantile scale of the grid posterior's basin "
+        "that holds its mode, with a lower tail cut off within a grid cell of the small-radius "
+        "wall, capped softly below the next basin up or the fine grid's top when what lies "
+        "above holds less than 0.5 % of the grid's mass (column `truncated_mass`); `ls` as its "
+        "ratio to the grid's conditional mean of `ls` given the radius; `eta` and `sigma` as "
+        "ratios to their own ridges, floored at the grid posterior's means) is what the targets "
+        "check. Rows of earlier defaults are kept as a record: "
         f"`{FIRST_SAMPLED_AS}` (every variable on a log scale centred at the grid mode) and "
         "`quantile radius, mode-ridge ls` "
         "(the ridge followed the conditional mode, which jumps between two modes on Teddy) and "
@@ -813,11 +822,11 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "map's lower tail reached past the small-radius wall, where most divergent trajectories "
         f"started); `{UNCONFINED_SAMPLED_AS}` (the current default with each basin's chains "
         "free to leave it, which counts the mass they stray into twice); "
-        f"`{SCALE_RIDGES_SAMPLED_AS}` is the option `sle_priors(..., scale_ridges=True)`: `eta` "
-        "and `sigma` also as ratios to their own ridges, floored at the grid posterior's means "
-        "(followed only where they rise above them); on splits with several basins behind deep "
-        f"dips it samples as the default does. `{FULL_RIDGES_SAMPLED_AS}` is the option before "
-        "its ridges were floored (tried as the default in one session). "
+        f"`{WALL_CUT_SAMPLED_AS}` (the default before the cap and the floored ridges); "
+        f"`{SCALE_RIDGES_SAMPLED_AS}` (the option `scale_ridges=True` before the cap: `eta` "
+        "and `sigma` also as ratios to their own floored ridges); "
+        f"`{FULL_RIDGES_SAMPLED_AS}` (that option before its ridges were floored, tried as the "
+        "default in one session). "
         f"`{GAMMA_NOISE_SAMPLED_AS}` is `{UNCUT_SAMPLED_AS}` with the noise prior "
         "`sigma ~ Gamma(2, 2.5 / std(y))` instead of `HalfNormal(std(y))`: tried, not adopted "
         "(fewer divergences on one example model, not on these benchmarks). "
@@ -869,11 +878,6 @@ def main(argv=None) -> None:
         "--refit",
         action="store_true",
         help="refit the selected fits even if they are in the CSV, replacing their rows",
-    )
-    p.add_argument(
-        "--scale-ridges",
-        action="store_true",
-        help="SLE fits with sle_priors(..., scale_ridges=True), the option (not the default)",
     )
     args = p.parse_args(argv)
     settings = QUICK_NUTS if args.quick else FULL_NUTS

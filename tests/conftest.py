@@ -41,18 +41,18 @@ def perturbed_graph_distances(n: int, seed: int) -> np.ndarray:
     return D
 
 
-def two_basin_grids(real):
+def two_basin_grids(real, masses=(0.4, 0.6)):
     """``real`` (``grid_posterior``) with its log density replaced by two narrow bumps in
-    ``log radius`` behind a deep dip, 40 % of the mass at a quarter of the radius axis and 60 %
-    at three quarters, flat in the other variables: what ``sle_priors`` does across dips,
-    without data that has them."""
+    ``log radius`` behind a deep dip, ``masses`` (by default 40 % and 60 %) at a quarter and at
+    three quarters of the radius axis, flat in the other variables: what ``sle_priors`` does
+    across dips, without data that has them."""
 
     def grid_posterior(*args, **kwargs):
         grid = real(*args, **kwargs)
         t = np.log(grid.radius)
         lo, hi = t[len(t) // 4], t[3 * len(t) // 4]
-        bumps = np.logaddexp(-0.5 * ((t - lo) / 0.1) ** 2 + np.log(0.4),
-                             -0.5 * ((t - hi) / 0.1) ** 2 + np.log(0.6))  # fmt: skip
+        bumps = np.logaddexp(-0.5 * ((t - lo) / 0.1) ** 2 + np.log(masses[0]),
+                             -0.5 * ((t - hi) / 0.1) ** 2 + np.log(masses[1]))  # fmt: skip
         density = np.broadcast_to(bumps[:, None, None, None], grid.log_density.shape).copy()
         return dataclasses.replace(grid, log_density=density)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import run_module
 
-from benchmarks.nuts_convergence import SAMPLED_AS, SCALE_RIDGES_SAMPLED_AS
+from benchmarks.nuts_convergence import SAMPLED_AS
 from benchmarks.paper import results_csv, runner, summary
 
 
@@ -114,10 +114,10 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     assert refitted[0] == baseline_row
     text = (tmp_path / "nuts_convergence_quick.md").read_text()
     assert "| one_d / pymc | r-hat <= 1.01 |" in text
-    # The option is a fit of its own, labelled apart from the default the targets check.
-    run_quick("nuts_convergence", tmp_path, *args, "--models", "SLE", "--scale-ridges")
-    labels = [r["sampled_as"] for r in csv.DictReader(csv_path.open())]
-    assert labels == ["", SAMPLED_AS, SCALE_RIDGES_SAMPLED_AS]
+    assert [r["sampled_as"] for r in refitted] == ["", SAMPLED_AS]
+    # what the radius cap cut off: below the 0.5 % sle_priors allows; none for the baseline
+    assert 0 <= float(refitted[1]["truncated_mass"]) < 0.005
+    assert float(refitted[0]["truncated_mass"]) == 0
 
 
 def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
@@ -128,6 +128,7 @@ def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
     assert row["predict_s"] == pytest.approx(30.0)  # what the wall held besides the two
     assert np.isnan(float(row["steps_per_draw"])) and row["basins"] == 1
     assert row["sampled_as"] == "centred log"
+    assert row["truncated_mass"] == 0.0  # no cap before the column
     assert row["basin_rule"] == "dips > 3 nats, mass >= 1 %"  # the rule before the column
     assert _with_new_columns({**old, "model": "baseline"})["basin_rule"] == ""
 

@@ -86,25 +86,31 @@ def test_sle_priors_create_named_variables(line_distances):
             names={"radius": "r", "ls": "ell"},
         )
     assert set(priors) == {"radius", "ls", "eta", "sigma"}
-    # ls is sampled as ls_rel, its ratio to the ridge of the posterior (tests/test_transforms.py)
-    assert {rv.name for rv in model.free_RVs} == {"r", "ell_rel", "eta", "sigma"}
-    assert [v.name for v in model.deterministics] == ["ell"]
+    # ls, eta and sigma are sampled as ratios to ridges of the posterior (tests/test_transforms.py)
+    assert {rv.name for rv in model.free_RVs} == {"r", "ell_rel", "eta_rel", "sigma_rel"}
+    assert [v.name for v in model.deterministics] == ["ell", "eta", "sigma"]
     draws = pm.draw(priors["radius"], draws=4000, random_seed=1)
     low, high = suggest_bounds(line_distances, np.arange(12), np.sin(np.arange(12.0))).radius
     inside = np.mean((draws > low) & (draws < high))
     assert inside == pytest.approx(0.95, abs=0.015)  # 4000 draws: binomial sd 0.0034
 
 
-def test_sle_priors_scale_ridges_names_the_ratios_and_checks_its_argument(line_distances):
+def test_sle_priors_options_name_the_ratios_and_check_their_arguments(line_distances):
     y = np.sin(np.arange(12.0))
     with pm.Model() as model:
-        sle_priors(line_distances, np.arange(12), y, names={"sigma": "noise"}, scale_ridges=True)
+        sle_priors(line_distances, np.arange(12), y, names={"sigma": "noise"})
     assert {rv.name for rv in model.free_RVs} == {"radius", "ls_rel", "eta_rel", "noise_rel"}
-    with pm.Model(), pytest.raises(TypeError, match=r"`scale_ridges` must be a bool, but got 1"):
-        sle_priors(line_distances, np.arange(12), y, scale_ridges=1)
-    message = r"`scale_ridges=True` needs start='mode' .* but got start='prior'"
-    with pm.Model(), pytest.raises(ValueError, match=message):
-        sle_priors(line_distances, np.arange(12), y, start="prior", scale_ridges=True)
+    with pm.Model() as model:
+        sle_priors(line_distances, np.arange(12), y, scale_ridges=False)
+    assert {rv.name for rv in model.free_RVs} == {"radius", "ls_rel", "eta", "sigma"}
+    for name in ("scale_ridges", "cap_radius"):
+        with pm.Model(), pytest.raises(TypeError, match=rf"`{name}` must be a bool, but got 1"):
+            sle_priors(line_distances, np.arange(12), y, **{name: 1})
+    # start="prior" is the first release's model: neither option applies.
+    with pm.Model() as model:
+        priors = sle_priors(line_distances, np.arange(12), y, start="prior")
+    assert {rv.name for rv in model.free_RVs} == {"radius", "ls", "eta", "sigma"}
+    assert (priors.radius_cap, priors.truncated_mass) == (None, 0.0)
 
 
 def _line(n=16, seed=0):
@@ -203,6 +209,81 @@ def test_sle_priors_warns_when_the_start_basin_misses_mass(monkeypatch):
     for basin in priors.basins:
         assert basin.low <= basin.start["radius"] <= basin.high
         assert basin.start["radius"] == pytest.approx(basin.radius)
+
+
+def _bumps_grid(radius, masses, centres):
+    """A synthetic grid whose radius marginal has narrow bumps of ``masses`` at ``centres``
+    (log radius), behind dips far deeper than ``BASIN_BARRIER``."""
+    t = np.log(radius)
+    density = sum(
+        m * np.exp(-0.5 * ((t - c) / 0.1) ** 2) for m, c in zip(masses, centres, strict=True)
+    )
+    return synthetic_grid(np.log(density + 1e-300), radius)
+
+
+@pytest.mark.parametrize(("masses", "capped"), [((0.998, 0.002), True), ((0.994, 0.006), False)])
+def test_radius_cap_lies_before_a_light_basin_above_the_start_and_counts_its_mass(masses, capped):
+    from pymc_sle.inference import priors as priors_module
+
+    radius = np.geomspace(1.0, 100.0, 81)
+    grid = _bumps_grid(radius, masses, (1.0, 3.0))
+    cap, truncated = priors_module._radius_cap(grid, grid)
+    if not capped:  # 0.6 % above: sample_basins samples it, the cap would cut it off
+        assert (cap, truncated) == (None, 0.0)
+        return
+    home, above = grid.radius_modes(min_mass=0.0, barrier=priors_module.BASIN_BARRIER)
+    assert cap == pytest.approx(np.sqrt(home.high * above.low))
+    assert np.exp(1.5) < cap < np.exp(2.5)
+    assert truncated == pytest.approx(masses[1], rel=1e-3)
+
+
+def test_radius_cap_is_the_fine_grid_top_and_counts_the_coarse_mass_beyond_it():
+    from pymc_sle.inference import priors as priors_module
+
+    coarse = _bumps_grid(np.geomspace(1.0, 1000.0, 64), (0.997, 0.003), (1.0, 5.0))
+    fine = _bumps_grid(np.geomspace(1.0, 20.0, 32), (1.0,), (1.0,))  # spans the start's basin
+    cap, truncated = priors_module._radius_cap(coarse, fine)
+    assert cap == pytest.approx(20.0)
+    assert truncated == pytest.approx(0.003, rel=1e-3)
+
+
+@pytest.mark.parametrize(("masses", "capped"), [((0.998, 0.002), True), ((0.993, 0.007), False)])
+def test_sle_priors_caps_the_radius_below_a_light_far_basin_and_says_so(
+    monkeypatch, masses, capped
+):
+    """The patched grids put a light basin above the start's on the coarse grid, outside the
+    fine grid's span (on the fine grid the second bump is too light to make a dip): 0.2 % of the
+    mass is cut off with a warning; 0.7 % is not, and the far basin stays for sample_basins."""
+    from pymc_sle.inference import grid as grid_module
+    from pymc_sle.inference import priors as priors_module
+
+    D, y = _line()
+    monkeypatch.setattr(priors_module, "grid_posterior",
+                        two_basin_grids(grid_module.grid_posterior, masses))  # fmt: skip
+    with pm.Model() as model, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        priors = sle_priors(D, np.arange(y.size), y)
+    said = [str(w.message) for w in caught if "The radius is capped" in str(w.message)]
+    transform = model.rvs_to_transforms[priors["radius"]]
+    if not capped:
+        assert (priors.radius_cap, priors.truncated_mass, transform.u_cap, said) == (
+            None,
+            0.0,
+            None,
+            [],
+        )
+        assert len(priors.basins) == 2
+        return
+    assert priors.truncated_mass == pytest.approx(masses[1], rel=0.01)
+    assert len(said) == 1 and f"r = {priors.radius_cap:.3g}" in said[0]
+    assert "cap_radius=False" in said[0]
+    assert priors.basins and all(b.radius < priors.radius_cap for b in priors.basins)
+    assert transform.backward(np.float64(transform.u_cap + 50.0)).eval() < priors.radius_cap
+    # cap_radius=False: the model of the previous release, with the far basin kept
+    with pm.Model() as model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        priors = sle_priors(D, np.arange(y.size), y, cap_radius=False)
+    assert (priors.radius_cap, model.rvs_to_transforms[priors["radius"]].u_cap) == (None, None)
 
 
 # -- warnings for user radius priors in the degenerate regions ---------------------------------

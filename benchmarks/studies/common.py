@@ -102,7 +102,8 @@ def divergence_starts(idata, value_name: str) -> np.ndarray:
 
 def radius_divergence_starts(idata, model, priors) -> np.ndarray | None:
     """Where the recorded divergent trajectories left from on the radius's sampled quantile
-    scale ``u`` (``sle_priors``'s map). ``None`` when the radius is not sampled on that scale
+    scale ``u`` (``sle_priors``'s map; with a radius cap, the sampled value, which equals ``u``
+    well below the cap). ``None`` when the radius is not sampled on that scale
     (several basins: centred log scales), the sampler kept no records, or the chains sampled
     basins apart (pooled; their coordinate is ``u`` confined to each basin's interval)."""
     radius = priors["radius"]

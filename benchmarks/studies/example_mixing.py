@@ -27,10 +27,10 @@ the earlier radius map, whose lower tail reached past the small-radius wall, ``t
 2.5 / std(y))`` instead of ``sle_priors``'s ``HalfNormal(std(y))`` (it keeps chains away from
 ``sigma = 0``). Writes benchmarks/results/studies/example_mixing.{json,md,png}.
 
-With ``--scale-ridges`` the models are built with ``sle_priors(..., scale_ridges=True)`` (the
-option; its rows are labelled apart, and the figure keeps the default's draws).
+Rows are labelled by how ``sle_priors`` sampled the radius (``radius_map``) and the scales
+(``scales``); rows of earlier defaults and options stay as a record.
 
-Run:  python -m benchmarks.studies.example_mixing [--quick] [--scale-ridges]
+Run:  python -m benchmarks.studies.example_mixing [--quick]
 """
 
 from __future__ import annotations
@@ -62,22 +62,25 @@ from pymc_sle.evaluation.holdout import convergence
 EXAMPLES = ("mesh", "images")
 #: ``sle_priors``'s noise prior, and one tried and not adopted (its fits kept as a record).
 NOISE_PRIOR, TRIED_NOISE_PRIOR = "HalfNormal(std y)", "Gamma(2, 2.5 / std y), tried"
-#: The radius's quantile map: its lower tail now stops within a grid cell of the small-radius
-#: wall; the earlier map reached past it (its fits kept as a record).
-RADIUS_MAP, UNCUT_RADIUS_MAP = "cut at the wall", "reaching past the wall (earlier)"
+#: The radius's quantile map: its lower tail stops within a grid cell of the small-radius wall,
+#: and it is built over the basin holding the grid's mode and capped below the light basins above
+#: (``sle_priors``'s ``cap_radius``). Earlier maps (their fits kept as a record): over every basin,
+#: uncapped; before that, reaching past the wall.
+RADIUS_MAP = "cut at the wall, capped above the start's basin"
+WALL_CUT_RADIUS_MAP, UNCUT_RADIUS_MAP = "cut at the wall", "reaching past the wall (earlier)"
 #: Tried with the basin rule TRIED_BASIN_RULE, not adopted: no maps (centred log scales) whenever
 #: basins behind 1.5-nat dips each hold 1 %. The maps stay unless dips deeper than 3 nats separate
 #: such basins.
 CENTRED_ACROSS_SHALLOW_DIPS = "none: centred logs across a 1.5-3-nat dip (tried)"
-#: How ``sle_priors`` samples the scales when it uses the maps: by default ``ls`` as a ratio to its
-#: grid ridge (``eta``, ``sigma`` on centred log scales); with ``scale_ridges=True`` (``--scale-
-#: ridges``) ``eta`` and ``sigma`` too, on floored ridges. FULL_RIDGES: the option before its
-#: ridges were floored (its fits kept as a record).
-SCALES = {False: "ls on its ridge", True: "ls on its ridge, eta and sigma on floored ridges"}
-FULL_RIDGES = "ls, eta, sigma on ridges"
+#: How ``sle_priors`` samples the scales when it uses the maps: ``ls``, ``eta`` and ``sigma`` as
+#: ratios to their grid ridges, those of ``eta`` and ``sigma`` floored (``scale_ridges=True``).
+#: Earlier (fits kept as a record): ``ls`` only, ``eta`` and ``sigma`` on centred log scales (the
+#: default then, ``scale_ridges=False`` now); all three on unfloored ridges (an option then).
+SCALES = "ls on its ridge, eta and sigma on floored ridges"
+LS_RIDGE, FULL_RIDGES = "ls on its ridge", "ls, eta, sigma on ridges"
 
 
-def mesh_model(quick: bool, scale_ridges: bool = False):
+def mesh_model(quick: bool):
     """``examples/mesh_gp.py``'s model on the icosphere (50 training vertices when quick)."""
     import trimesh
 
@@ -91,7 +94,7 @@ def mesh_model(quick: bool, scale_ridges: bool = False):
     D = geodesic(mesh.vertices, mesh.faces, cols=train)
     y = field.y[train]
     with pm.Model() as model:
-        priors = sle.priors.sle_priors(D, train, y, inner="matern52", scale_ridges=scale_ridges)
+        priors = sle.priors.sle_priors(D, train, y, inner="matern52")
         cov = priors["eta"] ** 2 * sle.SLE(
             D, radius=priors["radius"], ls=priors["ls"], inner="matern52"
         )
@@ -100,7 +103,7 @@ def mesh_model(quick: bool, scale_ridges: bool = False):
     return model, priors
 
 
-def images_model(quick: bool, cache, jobs: int, scale_ridges: bool = False):
+def images_model(quick: bool, cache, jobs: int):
     """``examples/images_w2.py``'s model (32 images when quick); W2 is cached in ``cache``."""
     n_images = 32 if quick else 150
     data = saxs_images(n_images=n_images, seed=7)
@@ -114,7 +117,7 @@ def images_model(quick: bool, cache, jobs: int, scale_ridges: bool = False):
     train = np.sort(order[: 3 * n_images // 4])
     y = data.y[train]
     with pm.Model() as model:
-        priors = sle.priors.sle_priors(W2, train, y, landmarks=train, scale_ridges=scale_ridges)
+        priors = sle.priors.sle_priors(W2, train, y, landmarks=train)
         cov = priors["eta"] ** 2 * sle.SLE(
             W2, landmarks=train, radius=priors["radius"], ls=priors["ls"], inner="matern32"
         )
@@ -132,7 +135,6 @@ def fit(
     target_accept: float,
     draws: int,
     chains: int,
-    scale_ridges: bool = False,
 ):
     """One fit: its row of diagnostics and its draws in the sampled coordinates."""
     with model, warnings.catch_warnings():
@@ -148,10 +150,10 @@ def fit(
     summary, worst = convergence(idata, priors.var_names(model))
     radius = idata.posterior["radius"].values.ravel()
     transform = model.rvs_to_transforms[priors["radius"]]
-    quantile = hasattr(transform, "to_unit")  # False when several basins use centred logs
+    quantile = hasattr(transform, "to_sampled")  # False when several basins use centred logs
     sigma = idata.posterior["sigma"].values.ravel()
-    draws_out = {
-        "u": transform.to_unit(radius) if quantile else np.log(radius),
+    draws_out = {  # u: what NUTS samples, the quantile scale (well below its cap)
+        "u": transform.to_sampled(radius) if quantile else np.log(radius),
         "u_name": "u (radius on the grid's quantile scale)" if quantile else "log radius",
         "log_sigma": np.log(sigma),
     }
@@ -161,7 +163,7 @@ def fit(
     draws_out["u_divergence_starts"] = starts
     row = {
         "seed": seed, "target_accept": target_accept, "noise_prior": NOISE_PRIOR,
-        "radius_map": RADIUS_MAP, "basin_rule": BASIN_RULE, "scales": SCALES[scale_ridges],
+        "radius_map": RADIUS_MAP, "basin_rule": BASIN_RULE, "scales": SCALES,
         "wall_s": wall,
         **worst, "sigma_q05": float(np.quantile(sigma, 0.05)),
         # Pooled basins' r-hat is not a diagnostic; their worst variable is not recorded.
@@ -177,10 +179,9 @@ def fit(
     return row, draws_out
 
 
-def draws_file(stem: str, example: str, seed: int, scales: str) -> str:
-    """Where a fit's draws wait for the figure (in the cache; the option's apart)."""
-    option = "" if scales == SCALES[False] else "_scale_ridges"
-    return f"{stem}_{example}_seed{seed}{option}.npz"
+def draws_file(stem: str, example: str, seed: int) -> str:
+    """Where a fit's draws wait for the figure (in the cache)."""
+    return f"{stem}_{example}_seed{seed}.npz"
 
 
 def percent(share: float | None, digits: int) -> str:
@@ -207,13 +208,7 @@ def figure(draws: dict, path) -> None:
 
 
 def main(argv=None) -> None:
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument(
-        "--scale-ridges",
-        action="store_true",
-        help="sample with sle_priors(..., scale_ridges=True) (not the default)",
-    )
-    args = p.parse_args(argv)
+    args = parser(__doc__.splitlines()[0]).parse_args(argv)
     if args.quick:
         draws, chains, seeds = 60, 2, (1,)
     else:
@@ -225,33 +220,30 @@ def main(argv=None) -> None:
     same = {k: old.get("settings", {}).get(k) for k in settings} == settings
     # older rows' columns
     earlier = {"noise_prior": NOISE_PRIOR, "radius_map": UNCUT_RADIUS_MAP,
-               "basin_rule": PREVIOUS_BASIN_RULE, "scales": SCALES[False]}  # fmt: skip
+               "basin_rule": PREVIOUS_BASIN_RULE, "scales": LS_RIDGE}  # fmt: skip
     rows = [earlier | r for r in old.get("fits", [])] if same else []
     first_draws = {}
-    scales = SCALES[args.scale_ridges]
     args.cache.mkdir(parents=True, exist_ok=True)
     for example in EXAMPLES:
         model, priors = (
-            mesh_model(args.quick, args.scale_ridges) if example == "mesh"
-            else images_model(args.quick, args.cache, args.jobs, args.scale_ridges)
+            mesh_model(args.quick) if example == "mesh"
+            else images_model(args.quick, args.cache, args.jobs)
         )  # fmt: skip
         for seed in seeds:
-            key = (example, seed, target_accept, NOISE_PRIOR, RADIUS_MAP, BASIN_RULE, scales)
+            key = (example, seed, target_accept, NOISE_PRIOR, RADIUS_MAP, BASIN_RULE, SCALES)
             if any((r["example"], r["seed"], r["target_accept"], r["noise_prior"],
                     r["radius_map"], r["basin_rule"], r["scales"]) == key
                    for r in rows):  # fmt: skip
                 continue
             row, sampled = fit(model, priors, seed=seed, target_accept=target_accept,
-                               draws=draws, chains=chains,
-                               scale_ridges=args.scale_ridges)  # fmt: skip
+                               draws=draws, chains=chains)  # fmt: skip
             rows.append({"example": example, **row})
             write_json(path, {"settings": settings, "fits": rows})
             if seed == seeds[0]:
-                np.savez(args.cache / draws_file(stem, example, seeds[0], scales), **sampled)
+                np.savez(args.cache / draws_file(stem, example, seeds[0]), **sampled)
             print(f"{example} seed {seed}: r-hat {row['r_hat_max']:.3f}, bulk ESS "
                   f"{row['ess_bulk_min']:.0f}, {row['divergences']} divergences")  # fmt: skip
-        # The figure shows the default's draws, whichever setting ran.
-        with np.load(args.cache / draws_file(stem, example, seeds[0], SCALES[False])) as saved:
+        with np.load(args.cache / draws_file(stem, example, seeds[0])) as saved:
             first_draws[example] = {k: saved[k] for k in saved.files}
     figure(first_draws, args.out / f"{stem}.png")
     table = markdown_rows(
@@ -270,7 +262,7 @@ def main(argv=None) -> None:
           percent(r.get("divergence_starts_share_u_above_3"), 0),
           percent(r["share_u_below_wall"], 1),
           round(r["wall_s"])]
-         for r in sorted(rows, key=lambda r: (r["example"], r["scales"] != SCALES[False],
+         for r in sorted(rows, key=lambda r: (r["example"], r["scales"] != SCALES,
                                               r["basin_rule"] != BASIN_RULE,
                                               r["radius_map"] != RADIUS_MAP,
                                               r["noise_prior"] != NOISE_PRIOR,
@@ -283,17 +275,18 @@ def main(argv=None) -> None:
             f"Generated by `python -m benchmarks.studies.example_mixing`. {chains} chains x "
             f"({draws} tune + {draws} draws), one BLAS thread per chain, 2 cores; sampler seeds "
             f"{', '.join(map(str, seeds))}. `sle_priors`'s default noise prior is {NOISE_PRIOR}; "
-            "the radius is sampled on its grid quantile scale `u`, whose map's lower tail is "
+            "the radius is sampled on its grid quantile scale `u`, whose map is "
             f"{RADIUS_MAP}. `sample_basins` samples apart the radius basins by the basin rule "
             f"`{BASIN_RULE}` of the grid's mass (the current one; `basins` counts them, and r̂ "
             "and ESS are then the worst over the basins' own chains); rows under the earlier "
             f"rule, `{PREVIOUS_BASIN_RULE}`, and a tried one, `{TRIED_BASIN_RULE}` (which "
             "split the W2 images' 71 % and 29 % basins), are kept as a record. `scales`: "
-            f"`{SCALES[False]}` (the default: `ls` sampled as its ratio to the grid's "
-            "conditional mean given the radius, `eta` and `sigma` on centred log scales) or "
-            f"`{SCALES[True]}` (`sle_priors(..., scale_ridges=True)`, run with "
-            f"`--scale-ridges`); `{FULL_RIDGES}` is that option before its ridges were floored. "
-            f"Rows with the map {UNCUT_RADIUS_MAP}, with `{CENTRED_ACROSS_SHALLOW_DIPS}` (the W2 "
+            f"`{SCALES}` (the default: each sampled as its ratio to the grid's conditional "
+            "mean given the radius, floored at the grid mean for `eta` and `sigma`), "
+            f"`{LS_RIDGE}` (the earlier default, `scale_ridges=False`: `eta` and `sigma` on "
+            f"centred log scales) or `{FULL_RIDGES}` (an earlier option, unfloored). "
+            f"Rows with the map {WALL_CUT_RADIUS_MAP} (over every basin, uncapped: the earlier "
+            f"default), {UNCUT_RADIUS_MAP}, with `{CENTRED_ACROSS_SHALLOW_DIPS}` (the W2 "
             "images' two basins on centred log scales), with "
             f"{TRIED_NOISE_PRIOR} and "
             "with `target_accept` 0.8 are kept as a record (on the earlier map, `u < -3` lies "

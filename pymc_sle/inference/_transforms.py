@@ -12,7 +12,7 @@ obstacles for NUTS (``docs/hyperposterior.md``):
   benchmark's split 0 the grid's conditional means of ``log sigma`` and ``log eta`` rise by 0.8
   and 0.3 between :math:`u = -3` and :math:`u = -4.5` on the radius's quantile scale (below); at
   fixed ``eta`` and ``sigma`` the log density falls by about 100 nats over that stretch, and most
-  divergent trajectories left from it (``sle_priors``'s ``scale_ridges`` option).
+  divergent trajectories left from it (``sle_priors``'s ``scale_ridges``).
 
 Neither is fixed by a mass matrix, which is linear. Both are undone by maps read off the grid,
 each a smooth bijection, so the prior and the posterior are exactly those of the model:
@@ -141,6 +141,17 @@ class QuantileLog(Transform):
     :math:`g` and its inverse are :class:`Hermite` interpolants of the tabulated quantile
     function, on evenly spaced :math:`u` and (eight times finer) :math:`\log x` respectively;
     they agree at the knots (the inverse is used only to place initial values).
+
+    **Cap.** ``from_grid(..., log_cap=c)`` builds :math:`q` from the grid's cells at or below
+    :math:`c` only and bounds :math:`x` by :math:`e^c`: NUTS samples :math:`v` with
+    :math:`u = u_c - \tau \log(1 + e^{(u_c - v) / \tau})`, :math:`u_c = g^{-1}(c)`,
+    :math:`\tau` = :attr:`cap_width`, so :math:`u \approx v` well below :math:`u_c` and
+    :math:`u < u_c` always; ``log_jac_det`` adds
+    :math:`\log(du/dv) = -\log(1 + e^{(v - u_c)/\tau})`. The density is unchanged below the
+    cap: the posterior sampled is the model's, truncated to :math:`x < e^c`. ``sle_priors`` cuts
+    light radius basins off behind deep dips this way: a map over them squeezes the dip before
+    them into a trench where leapfrog steps diverge, and a chain visits them too rarely to
+    weigh them anyway.
     """
 
     name = "quantilelog"
@@ -151,16 +162,29 @@ class QuantileLog(Transform):
     wall_quantile = 0.005
     #: The knots of g span u in [-_U_MAX, _U_MAX].
     _U_MAX = 6.0
+    #: Width (in u) over which a capped map bends from u = v to the cap.
+    cap_width = 0.5
 
-    def __init__(self, backward: Hermite, forward: Hermite):
+    def __init__(self, backward: Hermite, forward: Hermite, u_cap: float | None = None):
         self._g, self._g_inverse = backward, forward
+        #: The cap on u (``None``: no cap); the radius stays below ``exp(g(u_cap))``.
+        self.u_cap = u_cap
 
     @classmethod
-    def from_grid(cls, log_axis, probabilities, n_knots: int = 49) -> QuantileLog:
+    def from_grid(
+        cls, log_axis, probabilities, n_knots: int = 49, *, log_cap: float | None = None
+    ) -> QuantileLog:
         """The map for a marginal given as probabilities of cells centred at the evenly spaced
-        ``log_axis``."""
+        ``log_axis``; with ``log_cap``, built from the cells at or below it and capped there
+        (class notes)."""
         log_axis = np.asarray(log_axis, dtype=float)
         p = np.asarray(probabilities, dtype=float)
+        if log_cap is not None:
+            if not log_axis[0] < log_cap:
+                raise ValueError(f"`log_cap` must lie above the grid's first point "
+                                 f"{log_axis[0]:.4g}, but got {log_cap!r}")  # fmt: skip
+            p = np.where(log_axis <= log_cap, p, 0.0)
+            p = p / p.sum()
         step = float(log_axis[1] - log_axis[0])
         mean = float(p @ log_axis)
         spread = max(2.0 * float(np.sqrt(p @ (log_axis - mean) ** 2)), step)
@@ -189,21 +213,44 @@ class QuantileLog(Transform):
         x_knots = np.linspace(backward.values[0], backward.values[-1], 8 * n_knots - 1)
         forward = Hermite(x_knots[0], x_knots[1] - x_knots[0], np.interp(x_knots, x, u),
                           end_slopes=1.0 / backward.slopes[[0, -1]])  # fmt: skip
-        return cls(backward, forward)
+        u_cap = None if log_cap is None else float(forward.numpy(log_cap))
+        return cls(backward, forward, u_cap)
+
+    def _uncapped(self, v):
+        r""":math:`u` of the sampled value :math:`v` and :math:`\log(du/dv)`."""
+        if self.u_cap is None:
+            return v, 0.0
+        below = (self.u_cap - v) / self.cap_width
+        return self.u_cap - self.cap_width * pt.softplus(below), -pt.softplus(-below)
 
     def forward(self, value, *inputs):
-        return self._g_inverse(pt.log(value))[0]
+        u = self._g_inverse(pt.log(value))[0]
+        if self.u_cap is None:
+            return u
+        return self.u_cap - self.cap_width * pt.log(pt.expm1((self.u_cap - u) / self.cap_width))
 
     def backward(self, value, *inputs):
-        return pt.exp(self._g(value)[0])
+        return pt.exp(self._g(self._uncapped(value)[0])[0])
 
     def log_jac_det(self, value, *inputs):
-        log_x, slope = self._g(value)
-        return pt.log(slope) + log_x
+        u, log_du = self._uncapped(value)
+        log_x, slope = self._g(u)
+        return pt.log(slope) + log_x + log_du
 
     def to_unit(self, x):
-        """:math:`u` for floats :math:`x` (where a chain starts, or posterior draws)."""
+        """:math:`u` (before the cap: the quantile scale) for floats :math:`x` (where a chain
+        starts, or posterior draws)."""
         return self._g_inverse.numpy(np.log(x))
+
+    def to_sampled(self, x):
+        """The sampled value :math:`v` for floats :math:`x` below the cap."""
+        u = self.to_unit(x)
+        if self.u_cap is None:
+            return u
+        if np.any(u >= self.u_cap):
+            cap = float(np.exp(self._g.numpy(self.u_cap)))
+            raise ValueError(f"`x` must lie below the cap {cap:.4g}, but got {np.max(x):.4g}")
+        return self.u_cap - self.cap_width * np.log(np.expm1((self.u_cap - u) / self.cap_width))
 
 
 def _cumulative(x, density):

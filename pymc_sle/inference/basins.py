@@ -39,7 +39,7 @@ from pymc.distributions.transforms import Interval
 from pymc.logprob.transforms import ChainedTransform
 from pymc.model.transform.conditioning import change_value_transforms
 
-from pymc_sle.inference.priors import Basin, SLEPriors
+from pymc_sle.inference.priors import MIN_BASIN_MASS, Basin, SLEPriors
 
 __all__ = ["basin_diagnostics", "sample_basins"]
 
@@ -135,10 +135,6 @@ def _restricted(model: pm.Model, name: str, interval, start: dict[str, float]) -
 #: nutpie's settings under :func:`sample_basins` unless the caller's ``nuts_sampler_kwargs``
 #: say otherwise.
 NUTPIE_DEFAULTS = {"low_rank_modified_mass_matrix": True}
-#: The smallest basin mass :func:`sample_basins` samples by default. It was 0.01: SAXS split 0's
-#: shoulder (0.72 % of the grid's mass) was then left to the main basin's chains, which
-#: under-visited it and diverged when they got there.
-MIN_BASIN_MASS = 0.005
 
 
 def sample_basins(

@@ -78,6 +78,12 @@ BASIN_BARRIER = 3.0
 #: 1.5-3-nat dip apart took 2.8-3.6 times the wall time and gave 1 and 8 divergences (sampler
 #: seeds 1, 2, r-hat up to 1.021) where one basin gave 0 and 0.
 SHOULDER_BARRIER, SHOULDER_MASS = 1.5, 0.05
+#: The smallest basin mass :func:`pymc_sle.inference.sample_basins` samples by default. It was
+#: 0.01: SAXS split 0's shoulder (0.72 % of the grid's mass) was then left to the main basin's
+#: chains, which under-visited it and diverged when they got there. Lighter basins above the
+#: start's are cut off by the radius cap (``sle_priors``'s ``cap_radius``) when together they hold
+#: less than this.
+MIN_BASIN_MASS = 0.005
 
 
 @dataclass(frozen=True)
@@ -108,9 +114,18 @@ class SLEPriors(dict):
     (highest mass first; empty for ``start="prior"``). :func:`pymc_sle.inference.sample_basins`
     samples each."""
 
-    def __init__(self, variables: dict, basins: tuple[Basin, ...] = ()):
+    def __init__(
+        self,
+        variables: dict,
+        basins: tuple[Basin, ...] = (),
+        radius_cap: float | None = None,
+        truncated_mass: float = 0.0,
+    ):
         super().__init__(variables)
         self.basins = tuple(basins)
+        #: The radius's upper bound in the sampled model (``None``: none), and the grid's
+        #: posterior mass above it, which the model's posterior loses (``sle_priors``).
+        self.radius_cap, self.truncated_mass = radius_cap, float(truncated_mass)
 
     def var_names(self, model: pm.Model, idata=None) -> list[str]:
         """What convergence diagnostics should cover: every free variable of ``model`` (what
@@ -160,6 +175,26 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
             stacklevel=3,
         )
     return coarse, grid, _reported(basins), _uses_maps(grid)
+
+
+def _radius_cap(coarse, grid) -> tuple[float | None, float]:
+    """Where ``sle_priors`` caps the radius, and the grid's posterior mass above the cap; ``None``
+    and 0 when that mass would reach ``MIN_BASIN_MASS``.
+
+    The cap lies between the fine grid's basin holding its mode and the next basin above
+    (behind a dip deeper than ``BASIN_BARRIER`` nats), geometrically halfway between their
+    outermost cells, or at the fine grid's top when there is none. The mass above it is the
+    fine grid's there, plus the coarse grid's above the fine grid's range (light basins the fine
+    grid does not span)."""
+    basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
+    start = grid.mode()["radius"]
+    home = next(b for b in basins if b.low <= start <= b.high)
+    above = [b for b in basins if b.low > home.high]
+    cap = float(np.sqrt(home.high * above[0].low)) if above else float(grid.radius[-1])
+    beyond = float(coarse.marginal("radius")[coarse.radius > grid.radius[-1]].sum())
+    fine = float(grid.marginal("radius")[grid.radius > cap].sum())
+    truncated = beyond + (1.0 - beyond) * fine
+    return (cap, truncated) if truncated < MIN_BASIN_MASS else (None, 0.0)
 
 
 def _radius_basins(grid) -> list[RadiusMode]:
@@ -218,7 +253,8 @@ def sle_priors(
     inner="matern32",
     inner_kwargs: dict | None = None,
     start: str = "mode",
-    scale_ridges: bool = False,
+    scale_ridges: bool = True,
+    cap_radius: bool = True,
 ) -> SLEPriors:
     """Create sensible priors for an SLE GP in the current PyMC model, and a start for NUTS.
 
@@ -239,12 +275,15 @@ def sle_priors(
     - the radius is sampled on its grid quantile scale: a standard normal ``u`` mapped onto the
       grid's radius marginal, so dips between basins become short; the map's lower tail stops
       within a grid cell of the small-radius wall, where trajectories would otherwise diverge;
+      with ``cap_radius=True`` the map covers only the basin holding the grid's mode (and the
+      lighter ones below it), and the radius is capped softly below the next basin up (or at the
+      fine grid's top), see ``cap_radius``;
     - ``ls`` is the deterministic ``exp(ridge(log radius)) * ls_rel``, with ``ridge`` the grid's
       mean of ``log ls`` given the radius and ``ls_rel | radius ~ LogNormal(mu - ridge, sigma)``.
       ``ls`` keeps exactly its ``LogNormal(mu, sigma)`` prior, independent of the radius; NUTS
       samples ``ls_rel`` (named ``f"{names['ls']}_rel"``), which does not follow the radius;
-    - ``eta`` and ``sigma`` on log scales centred at the grid's mode; with
-      ``scale_ridges=True`` they follow floored ridges of their own instead (below);
+    - ``eta`` and ``sigma`` as ratios to floored ridges of their own (``scale_ridges``, below);
+      with ``scale_ridges=False``, on log scales centred at the grid's mode;
     - every chain starts at the grid's mode, jittered by about a posterior standard deviation.
 
     When basins behind dips deeper than 3 nats each hold at least 1 % of the mass, the radius's
@@ -264,7 +303,7 @@ def sle_priors(
     1 s at n = 50, 8 s at n = 200 and 40 s at n = 400 (plus a few seconds, once per process, to
     compile the kernel); with several basins, a third pass costs 1,280 more. ``start="prior"``
     gives the first release's model: ``ls`` sampled directly, chains started at the prior
-    medians, jittered.
+    medians, jittered; ``scale_ridges`` and ``cap_radius`` do not apply to it.
 
     Parameters
     ----------
@@ -280,29 +319,41 @@ def sle_priors(
         The SLE's inner kernel, as for :class:`pymc_sle.SLE`: where the search looks.
     start : {"mode", "prior"}, default "mode"
         Where NUTS chains start; see above.
-    scale_ridges : bool, default False
+    scale_ridges : bool, default True
         Sample ``eta`` and ``sigma`` relative to ridges of their own, as ``ls`` is (only where
         the radius is on its quantile scale): ``eta = exp(ridge_eta(log radius)) * eta_rel``
         with ``eta_rel | radius ~ HalfNormal(std(y) * exp(-ridge_eta))``, so ``eta`` keeps
         exactly its ``HalfNormal(std(y))`` prior; the same for ``sigma``. NUTS then samples
         ``eta_rel`` and ``sigma_rel``, and ``eta`` and ``sigma`` are deterministics. These
         ridges are *floored*: they follow the grid's conditional mean only where it rises above
-        the grid posterior's mean (``pymc_sle/inference/_transforms.py``), i.e. where
-        the GP gives way to noise, at the small-radius wall and at large radii. Turn it on when
-        divergent trajectories start at large ``|u|`` (the radius's sampled coordinate) with
-        ``sigma`` far above its bulk. On the strings benchmark's split 0 it took nutpie from
-        1-4 divergences per fit to none (sampler seeds 1-3), and the gallery's W2-image model
-        kept none (seeds 1-5), where unfloored ridges (the option before) gave 2-8. On the
-        NUTS benchmark it kept every other data set at 0 divergences, but it is not the default:
-        on Teddy n = 400's split 1 it gave 7 where the default gives 4, from a trench the radius
-        map makes at a light far basin (``docs/hyperposterior.md``).
+        the grid posterior's mean (``pymc_sle/inference/_transforms.py``), i.e. where the GP
+        gives way to noise, at the small-radius wall and at large radii, where divergent
+        trajectories went. On the strings benchmark's split 0 it took nutpie from 1-4
+        divergences per fit to none (sampler seeds 1-3), and the gallery's W2-image model kept
+        none (seeds 1-5), where unfloored ridges gave 2-8 (``docs/hyperposterior.md``).
+        ``False`` samples them on centred log scales (the default before).
+    cap_radius : bool, default True
+        Where the radius is on its quantile scale, build the map over the fine grid's basin
+        holding its mode (behind dips deeper than 3 nats) and cap the radius softly below the
+        next basin up, geometrically halfway between their outermost cells, or at the fine
+        grid's top when there is none, provided the grid's mass above the cap (the fine grid's,
+        plus the coarse grid's beyond the fine grid) is below 0.5 %, the smallest basin
+        :func:`~pymc_sle.inference.sample_basins` samples. A map over a light far basin squeezes
+        the dip before it into a trench, and its linear tail beyond the grid reaches radii where
+        the GP gives way to noise; divergent trajectories started from both (Teddy n = 400,
+        ``docs/hyperposterior.md``). The cap truncates the model's radius: the sampled posterior
+        is the model's restricted to ``radius < radius_cap``, which loses ``truncated_mass`` of
+        it (reported on the result, and in a warning from 0.1 %); basins above the cap are
+        dropped from ``basins``. Forward draws (``pm.sample_prior_predictive``) still come from
+        the untruncated prior. ``False`` keeps the map over every basin, uncapped.
 
     Returns
     -------
     SLEPriors
         A dict ``{"radius", "ls", "eta", "sigma"}`` mapped to the new random variables, whose
         ``basins`` attribute lists the radius basins (peak, mass, extent, start) for
-        :func:`pymc_sle.inference.sample_basins`.
+        :func:`pymc_sle.inference.sample_basins`, ``radius_cap`` the radius's upper bound in
+        the sampled model (``None``: none) and ``truncated_mass`` the grid's mass above it.
 
     Examples
     --------
@@ -317,11 +368,9 @@ def sle_priors(
     """
     if start not in ("mode", "prior"):
         raise ValueError(f"`start` must be 'mode' or 'prior', but got {start!r}")
-    if not isinstance(scale_ridges, bool | np.bool_):
-        raise TypeError(f"`scale_ridges` must be a bool, but got {scale_ridges!r}")
-    if scale_ridges and start == "prior":
-        raise ValueError("`scale_ridges=True` needs start='mode' (the grid search), but got "
-                         "start='prior'")  # fmt: skip
+    for name, value in (("scale_ridges", scale_ridges), ("cap_radius", cap_radius)):
+        if not isinstance(value, bool | np.bool_):
+            raise TypeError(f"`{name}` must be a bool, but got {value!r}")
     names = {"radius": "radius", "ls": "ls", "eta": "eta", "sigma": "sigma", **(names or {})}
     for name in _ON_RIDGES:
         names.setdefault(f"{name}_rel", f"{names[name]}_rel")
@@ -375,11 +424,23 @@ def sle_priors(
         if name not in ridges
     }
     log_radius = np.log(grid.radius)
+    cap, truncated = _radius_cap(coarse, grid) if cap_radius and on_quantiles else (None, 0.0)
+    if cap is not None:
+        found = [b for b in found if b.radius < cap]
+        if truncated >= _UNREACHED_MASS / 10:
+            warnings.warn(
+                f"The radius is capped at r = {cap:.3g}: the posterior above it "
+                f"({100 * truncated:.2g} % of the grid's mass) lies behind a dip NUTS crosses too "
+                "rarely to weigh it, and a map over it made chains diverge. Pass "
+                "cap_radius=False to keep it in the model.",
+                UserWarning,
+                stacklevel=2,
+            )
     if on_quantiles:
-        radius_transform = {
-            "initval": at["radius"],
-            "default_transform": QuantileLog.from_grid(log_radius, grid.marginal("radius")),
-        }
+        radius_map = QuantileLog.from_grid(
+            log_radius, grid.marginal("radius"), log_cap=None if cap is None else np.log(cap)
+        )
+        radius_transform = {"initval": at["radius"], "default_transform": radius_map}
     else:
         radius_transform = centred("radius", 0.0)
     radius = pm.LogNormal(names["radius"], **radius_prior, **radius_transform)
@@ -412,7 +473,7 @@ def sle_priors(
               {names[k]: v for k, v in sampled(grid.mode((b.low, b.high))).items()})
         for b in found
     )  # fmt: skip
-    return SLEPriors(variables, basins)
+    return SLEPriors(variables, basins, cap, truncated)
 
 
 def scale_priors(y, *, names: dict[str, str] | None = None) -> dict[str, pm.Distribution]:
