@@ -96,6 +96,10 @@ FIELDS = [
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
 SAMPLED_AS = "capped home-basin quantile radius, mean-ridge ls, floored-ridge eta, sigma"
+#: The first form of the cap, tried for part of one session: without a basin above the start's,
+#: the radius was capped at the fine grid's top, which on the W2-image example sat at u = 2.8
+#: (there a chain went down to eta = 7e-4 and r-hat rose to 1.038); now it is capped where u = 6.
+TOP_CAP_SAMPLED_AS = f"{SAMPLED_AS}; capped at the fine grid's top (tried)"
 #: The default before the radius map was built over the start's basin and capped below the light
 #: basins above it (``sle_priors``'s ``cap_radius``), and before eta and sigma followed floored
 #: ridges (``scale_ridges``).
@@ -142,6 +146,7 @@ PREVIOUS_SAMPLED_AS = (
     FULL_RIDGES_SAMPLED_AS,
     SCALE_RIDGES_SAMPLED_AS,
     WALL_CUT_SAMPLED_AS,
+    TOP_CAP_SAMPLED_AS,
 )
 
 
@@ -826,7 +831,10 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         f"`{SCALE_RIDGES_SAMPLED_AS}` (the option `scale_ridges=True` before the cap: `eta` "
         "and `sigma` also as ratios to their own floored ridges); "
         f"`{FULL_RIDGES_SAMPLED_AS}` (that option before its ridges were floored, tried as the "
-        "default in one session). "
+        "default in one session); "
+        f"`{TOP_CAP_SAMPLED_AS}` (the cap's first form: without a basin above the start's, at "
+        "the fine grid's top instead of where `u` = 6; the splits it sampled the same as the "
+        "current default, Teddy n = 400 and bunny split 1, keep the current label). "
         f"`{GAMMA_NOISE_SAMPLED_AS}` is `{UNCUT_SAMPLED_AS}` with the noise prior "
         "`sigma ~ Gamma(2, 2.5 / std(y))` instead of `HalfNormal(std(y))`: tried, not adopted "
         "(fewer divergences on one example model, not on these benchmarks). "

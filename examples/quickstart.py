@@ -32,8 +32,8 @@ X_train, X_test = data.train[:, None], data.test[:, None]
 # %%
 # The model: priors from data-adaptive bounds, the SLE kernel of the distances, and NUTS. The
 # priors also find where the radius posterior's mass lies, start the chains there, and hand the
-# hyperparameters to NUTS in coordinates where their posterior is nearly Gaussian (the model is
-# unchanged; ``priors["ls"]`` is a deterministic of the sampled ``ls_rel``, and so on).
+# radius and length scale to NUTS in coordinates where their posterior is nearly Gaussian (the
+# model is unchanged; ``priors["ls"]`` is a deterministic of the sampled ``ls_rel``).
 with pm.Model() as model:
     # Radius and length scale priors from data-adaptive bounds; HalfNormal signal and noise.
     priors = sle.priors.sle_priors(data.distances, data.train, data.y_train, landmarks=data.train)

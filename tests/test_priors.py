@@ -227,23 +227,30 @@ def test_radius_cap_lies_before_a_light_basin_above_the_start_and_counts_its_mas
 
     radius = np.geomspace(1.0, 100.0, 81)
     grid = _bumps_grid(radius, masses, (1.0, 3.0))
-    cap, truncated = priors_module._radius_cap(grid, grid)
+    radius_map, cap, truncated = priors_module._radius_map(grid, grid, cap=True)
     if not capped:  # 0.6 % above: sample_basins samples it, the cap would cut it off
-        assert (cap, truncated) == (None, 0.0)
+        assert (radius_map.u_cap, cap, truncated) == (None, None, 0.0)
         return
     home, above = grid.radius_modes(min_mass=0.0, barrier=priors_module.BASIN_BARRIER)
-    assert cap == pytest.approx(np.sqrt(home.high * above.low))
+    assert cap == radius_map.bound
+    assert cap == pytest.approx(np.sqrt(home.high * above.low), rel=1e-3)  # the map's inverse
     assert np.exp(1.5) < cap < np.exp(2.5)
     assert truncated == pytest.approx(masses[1], rel=1e-3)
+    assert priors_module._radius_map(grid, grid, cap=False)[1:] == (None, 0.0)
 
 
-def test_radius_cap_is_the_fine_grid_top_and_counts_the_coarse_mass_beyond_it():
+def test_radius_cap_without_a_basin_above_is_at_the_maps_last_knot():
+    """Without a basin above, the cap is where u = 6 (the map's last knot); the coarse grid's
+    light far basin beyond the fine grid is what it cuts off."""
     from pymc_sle.inference import priors as priors_module
 
     coarse = _bumps_grid(np.geomspace(1.0, 1000.0, 64), (0.997, 0.003), (1.0, 5.0))
     fine = _bumps_grid(np.geomspace(1.0, 20.0, 32), (1.0,), (1.0,))  # spans the start's basin
-    cap, truncated = priors_module._radius_cap(coarse, fine)
-    assert cap == pytest.approx(20.0)
+    radius_map, cap, truncated = priors_module._radius_map(coarse, fine, cap=True)
+    assert radius_map.u_cap == 6.0
+    assert cap == pytest.approx(np.exp(radius_map._g.numpy(6.0)))
+    # the map's tail: the widening normal (twice the bump's sd of 0.1) reaches log r ~ 2.1 at u = 6
+    assert np.exp(1.9) < cap < np.exp(2.2)
     assert truncated == pytest.approx(0.003, rel=1e-3)
 
 

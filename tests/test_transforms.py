@@ -202,6 +202,13 @@ def test_capped_quantile_log_validates_the_cap(capped):
     transform, log_axis = capped
     with pytest.raises(ValueError, match=r"`x` must lie below the cap 1\.819, but got 2\.014"):
         transform.to_sampled(np.array([1.0, np.exp(0.7)]))
+    # an infinite cap is the map's last knot, u = 6
+    at_last_knot = QuantileLog.from_grid(log_axis, _two_bumps(log_axis), log_cap=np.inf)
+    assert at_last_knot.u_cap == 6.0
+    assert at_last_knot.bound == pytest.approx(np.exp(at_last_knot._g.numpy(6.0)))
+    assert at_last_knot._g.values == pytest.approx(
+        QuantileLog.from_grid(log_axis, _two_bumps(log_axis))._g.values
+    )
     message = r"`log_cap` must lie above the grid's first point -1\.5, but got -1\.5"
     with pytest.raises(ValueError, match=message):
         QuantileLog.from_grid(log_axis, _two_bumps(log_axis), log_cap=-1.5)

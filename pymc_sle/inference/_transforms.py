@@ -143,15 +143,17 @@ class QuantileLog(Transform):
     they agree at the knots (the inverse is used only to place initial values).
 
     **Cap.** ``from_grid(..., log_cap=c)`` builds :math:`q` from the grid's cells at or below
-    :math:`c` only and bounds :math:`x` by :math:`e^c`: NUTS samples :math:`v` with
-    :math:`u = u_c - \tau \log(1 + e^{(u_c - v) / \tau})`, :math:`u_c = g^{-1}(c)`,
-    :math:`\tau` = :attr:`cap_width`, so :math:`u \approx v` well below :math:`u_c` and
-    :math:`u < u_c` always; ``log_jac_det`` adds
+    :math:`c` only and bounds :math:`x` by :attr:`bound`, :math:`e^{g(u_c)}`: NUTS samples
+    :math:`v` with :math:`u = u_c - \tau \log(1 + e^{(u_c - v) / \tau})`,
+    :math:`u_c = \min(g^{-1}(c), 6)`, :math:`\tau` = :attr:`cap_width`, so :math:`u \approx v`
+    well below :math:`u_c` and :math:`u < u_c` always; ``log_jac_det`` adds
     :math:`\log(du/dv) = -\log(1 + e^{(v - u_c)/\tau})`. The density is unchanged below the
-    cap: the posterior sampled is the model's, truncated to :math:`x < e^c`. ``sle_priors`` cuts
-    light radius basins off behind deep dips this way: a map over them squeezes the dip before
-    them into a trench where leapfrog steps diverge, and a chain visits them too rarely to
-    weigh them anyway.
+    cap: the posterior sampled is the model's, truncated to :math:`x <` :attr:`bound`.
+    :math:`u_c` is at most 6, the last knot of :math:`g`: beyond it :math:`g` is a straight line
+    the grid does not inform; ``log_cap=numpy.inf`` caps there only. ``sle_priors`` cuts light
+    radius basins off behind deep dips this way (a map over them squeezes the dip before them
+    into a trench where leapfrog steps diverge, and a chain visits them too rarely to weigh them
+    anyway), and caps the far tail where there are none.
     """
 
     name = "quantilelog"
@@ -167,16 +169,18 @@ class QuantileLog(Transform):
 
     def __init__(self, backward: Hermite, forward: Hermite, u_cap: float | None = None):
         self._g, self._g_inverse = backward, forward
-        #: The cap on u (``None``: no cap); the radius stays below ``exp(g(u_cap))``.
+        #: The cap on u (``None``: no cap).
         self.u_cap = u_cap
+        #: The bound on x the cap makes (``inf`` without one).
+        self.bound = np.inf if u_cap is None else float(np.exp(backward.numpy(u_cap)))
 
     @classmethod
     def from_grid(
         cls, log_axis, probabilities, n_knots: int = 49, *, log_cap: float | None = None
     ) -> QuantileLog:
         """The map for a marginal given as probabilities of cells centred at the evenly spaced
-        ``log_axis``; with ``log_cap``, built from the cells at or below it and capped there
-        (class notes)."""
+        ``log_axis``; with ``log_cap``, built from the cells at or below it and capped there, or
+        at the last knot if that comes first (class notes)."""
         log_axis = np.asarray(log_axis, dtype=float)
         p = np.asarray(probabilities, dtype=float)
         if log_cap is not None:
@@ -213,7 +217,7 @@ class QuantileLog(Transform):
         x_knots = np.linspace(backward.values[0], backward.values[-1], 8 * n_knots - 1)
         forward = Hermite(x_knots[0], x_knots[1] - x_knots[0], np.interp(x_knots, x, u),
                           end_slopes=1.0 / backward.slopes[[0, -1]])  # fmt: skip
-        u_cap = None if log_cap is None else float(forward.numpy(log_cap))
+        u_cap = None if log_cap is None else min(float(forward.numpy(log_cap)), cls._U_MAX)
         return cls(backward, forward, u_cap)
 
     def _uncapped(self, v):
@@ -248,8 +252,9 @@ class QuantileLog(Transform):
         if self.u_cap is None:
             return u
         if np.any(u >= self.u_cap):
-            cap = float(np.exp(self._g.numpy(self.u_cap)))
-            raise ValueError(f"`x` must lie below the cap {cap:.4g}, but got {np.max(x):.4g}")
+            raise ValueError(
+                f"`x` must lie below the cap {self.bound:.4g}, but got {np.max(x):.4g}"
+            )
         return self.u_cap - self.cap_width * np.log(np.expm1((self.u_cap - u) / self.cap_width))
 
 

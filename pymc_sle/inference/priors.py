@@ -177,24 +177,30 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
     return coarse, grid, _reported(basins), _uses_maps(grid)
 
 
-def _radius_cap(coarse, grid) -> tuple[float | None, float]:
-    """Where ``sle_priors`` caps the radius, and the grid's posterior mass above the cap; ``None``
-    and 0 when that mass would reach ``MIN_BASIN_MASS``.
+def _radius_map(coarse, grid, cap: bool) -> tuple[QuantileLog, float | None, float]:
+    """The radius's quantile map from the fine grid's marginal, the radius's bound it makes
+    (``None``: none) and the grid's posterior mass above that bound.
 
-    The cap lies between the fine grid's basin holding its mode and the next basin above
-    (behind a dip deeper than ``BASIN_BARRIER`` nats), geometrically halfway between their
-    outermost cells, or at the fine grid's top when there is none. The mass above it is the
-    fine grid's there, plus the coarse grid's above the fine grid's range (light basins the fine
-    grid does not span)."""
+    With ``cap``, the map is built over the fine grid's basin holding its mode (behind dips
+    deeper than ``BASIN_BARRIER`` nats) and what lies below it, and capped at the cut halfway
+    (geometrically) between that basin's and the next basin's outermost cells, or at the map's
+    last knot when there is no basin above (``QuantileLog``). The mass above the bound is the
+    fine grid's there, plus the coarse grid's beyond both (light basins the fine grid does not
+    span). When that reaches ``MIN_BASIN_MASS``, the map is not capped."""
+    log_radius, marginal = np.log(grid.radius), grid.marginal("radius")
+    uncapped = (QuantileLog.from_grid(log_radius, marginal), None, 0.0)
+    if not cap:
+        return uncapped
     basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
     start = grid.mode()["radius"]
     home = next(b for b in basins if b.low <= start <= b.high)
     above = [b for b in basins if b.low > home.high]
-    cap = float(np.sqrt(home.high * above[0].low)) if above else float(grid.radius[-1])
-    beyond = float(coarse.marginal("radius")[coarse.radius > grid.radius[-1]].sum())
-    fine = float(grid.marginal("radius")[grid.radius > cap].sum())
-    truncated = beyond + (1.0 - beyond) * fine
-    return (cap, truncated) if truncated < MIN_BASIN_MASS else (None, 0.0)
+    log_cut = 0.5 * float(np.log(home.high * above[0].low)) if above else np.inf
+    capped = QuantileLog.from_grid(log_radius, marginal, log_cap=log_cut)
+    bound = capped.bound
+    beyond = float(coarse.marginal("radius")[coarse.radius > max(bound, grid.radius[-1])].sum())
+    truncated = beyond + (1.0 - beyond) * float(marginal[grid.radius > bound].sum())
+    return (capped, bound, truncated) if truncated < MIN_BASIN_MASS else uncapped
 
 
 def _radius_basins(grid) -> list[RadiusMode]:
@@ -335,17 +341,20 @@ def sle_priors(
     cap_radius : bool, default True
         Where the radius is on its quantile scale, build the map over the fine grid's basin
         holding its mode (behind dips deeper than 3 nats) and cap the radius softly below the
-        next basin up, geometrically halfway between their outermost cells, or at the fine
-        grid's top when there is none, provided the grid's mass above the cap (the fine grid's,
-        plus the coarse grid's beyond the fine grid) is below 0.5 %, the smallest basin
-        :func:`~pymc_sle.inference.sample_basins` samples. A map over a light far basin squeezes
-        the dip before it into a trench, and its linear tail beyond the grid reaches radii where
-        the GP gives way to noise; divergent trajectories started from both (Teddy n = 400,
-        ``docs/hyperposterior.md``). The cap truncates the model's radius: the sampled posterior
-        is the model's restricted to ``radius < radius_cap``, which loses ``truncated_mass`` of
-        it (reported on the result, and in a warning from 0.1 %); basins above the cap are
-        dropped from ``basins``. Forward draws (``pm.sample_prior_predictive``) still come from
-        the untruncated prior. ``False`` keeps the map over every basin, uncapped.
+        next basin up, geometrically halfway between their outermost cells, and in any case
+        where the quantile scale ``u`` reaches 6 (the map's last knot), provided the grid's
+        mass above the cap (the fine grid's, plus the coarse grid's beyond) is below 0.5 %, the
+        smallest basin :func:`~pymc_sle.inference.sample_basins` samples. A map over a light far
+        basin squeezes the dip before it into a trench, and its linear tail beyond the knots
+        reaches radii where the GP gives way to noise; divergent trajectories started from both
+        (Teddy n = 400, ``docs/hyperposterior.md``). A cap at the fine grid's top instead of the
+        last knot sat at ``u`` = 2.8 on the W2-image example, where a chain went down to
+        ``eta`` = 7e-4 (0.28 uncapped) and r-hat rose to 1.038 (1.008 uncapped). The cap
+        truncates the model's radius: the sampled posterior is the model's restricted to
+        ``radius < radius_cap``, which loses ``truncated_mass`` of it (reported on the result,
+        and in a warning from 0.1 %); basins above the cap are dropped from ``basins``.
+        Forward draws (``pm.sample_prior_predictive``) still come from the untruncated prior.
+        ``False`` keeps the map over every basin, uncapped.
 
     Returns
     -------
@@ -424,7 +433,7 @@ def sle_priors(
         if name not in ridges
     }
     log_radius = np.log(grid.radius)
-    cap, truncated = _radius_cap(coarse, grid) if cap_radius and on_quantiles else (None, 0.0)
+    radius_map, cap, truncated = _radius_map(coarse, grid, cap_radius and on_quantiles)
     if cap is not None:
         found = [b for b in found if b.radius < cap]
         if truncated >= _UNREACHED_MASS / 10:
@@ -437,9 +446,6 @@ def sle_priors(
                 stacklevel=2,
             )
     if on_quantiles:
-        radius_map = QuantileLog.from_grid(
-            log_radius, grid.marginal("radius"), log_cap=None if cap is None else np.log(cap)
-        )
         radius_transform = {"initval": at["radius"], "default_transform": radius_map}
     else:
         radius_transform = centred("radius", 0.0)
