@@ -282,8 +282,8 @@ def sle_priors(
       grid's radius marginal, so dips between basins become short; the map's lower tail stops
       within a grid cell of the small-radius wall, where trajectories would otherwise diverge;
       with ``cap_radius=True`` the map covers only the basin holding the grid's mode (and the
-      lighter ones below it), and the radius is capped softly below the next basin up (or at the
-      fine grid's top), see ``cap_radius``;
+      lighter ones below it), and the radius is capped softly below the next basin up, and in
+      any case where ``u`` reaches 6, see ``cap_radius``;
     - ``ls`` is the deterministic ``exp(ridge(log radius)) * ls_rel``, with ``ridge`` the grid's
       mean of ``log ls`` given the radius and ``ls_rel | radius ~ LogNormal(mu - ridge, sigma)``.
       ``ls`` keeps exactly its ``LogNormal(mu, sigma)`` prior, independent of the radius; NUTS
