@@ -227,11 +227,15 @@ class QuantileLog(Transform):
         below = (self.u_cap - v) / self.cap_width
         return self.u_cap - self.cap_width * pt.softplus(below), -pt.softplus(-below)
 
-    def forward(self, value, *inputs):
-        u = self._g_inverse(pt.log(value))[0]
+    def _capped(self, u, math=pt):
+        """The sampled value :math:`v` of :math:`u` (below the cap), with ``math`` ``pt`` or
+        ``np``."""
         if self.u_cap is None:
             return u
-        return self.u_cap - self.cap_width * pt.log(pt.expm1((self.u_cap - u) / self.cap_width))
+        return self.u_cap - self.cap_width * math.log(math.expm1((self.u_cap - u) / self.cap_width))
+
+    def forward(self, value, *inputs):
+        return self._capped(self._g_inverse(pt.log(value))[0])
 
     def backward(self, value, *inputs):
         return pt.exp(self._g(self._uncapped(value)[0])[0])
@@ -249,13 +253,11 @@ class QuantileLog(Transform):
     def to_sampled(self, x):
         """The sampled value :math:`v` for floats :math:`x` below the cap."""
         u = self.to_unit(x)
-        if self.u_cap is None:
-            return u
-        if np.any(u >= self.u_cap):
+        if self.u_cap is not None and np.any(u >= self.u_cap):
             raise ValueError(
                 f"`x` must lie below the cap {self.bound:.4g}, but got {np.max(x):.4g}"
             )
-        return self.u_cap - self.cap_width * np.log(np.expm1((self.u_cap - u) / self.cap_width))
+        return self._capped(u, np)
 
 
 def _cumulative(x, density):

@@ -188,9 +188,8 @@ def _radius_map(coarse, grid, cap: bool) -> tuple[QuantileLog, float | None, flo
     fine grid's there, plus the coarse grid's beyond both (light basins the fine grid does not
     span). When that reaches ``MIN_BASIN_MASS``, the map is not capped."""
     log_radius, marginal = np.log(grid.radius), grid.marginal("radius")
-    uncapped = (QuantileLog.from_grid(log_radius, marginal), None, 0.0)
     if not cap:
-        return uncapped
+        return QuantileLog.from_grid(log_radius, marginal), None, 0.0
     basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
     start = grid.mode()["radius"]
     home = next(b for b in basins if b.low <= start <= b.high)
@@ -200,7 +199,9 @@ def _radius_map(coarse, grid, cap: bool) -> tuple[QuantileLog, float | None, flo
     bound = capped.bound
     beyond = float(coarse.marginal("radius")[coarse.radius > max(bound, grid.radius[-1])].sum())
     truncated = beyond + (1.0 - beyond) * float(marginal[grid.radius > bound].sum())
-    return (capped, bound, truncated) if truncated < MIN_BASIN_MASS else uncapped
+    if truncated >= MIN_BASIN_MASS:
+        return QuantileLog.from_grid(log_radius, marginal), None, 0.0
+    return capped, bound, truncated
 
 
 def _radius_basins(grid) -> list[RadiusMode]:
