@@ -95,11 +95,18 @@ FIELDS = [
 ]  # fmt: skip
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
-SAMPLED_AS = "capped home-basin quantile radius, mean-ridge ls, floored-ridge eta, sigma"
+SAMPLED_AS = (
+    "capped home-basin quantile radius, mean-ridge ls, floored-ridge eta, sigma; "
+    "quantile noise where it reaches zero"
+)
+#: The default before the noise was sampled on its quantile scale where it reaches zero (the
+#: coarse grid puts 0.5 % of its mass below a tenth of its median: SAXS, Teddy n = 200 splits 0
+#: and 2). Its rows of the other splits, the same model, carry the current label.
+CAPPED_SAMPLED_AS = "capped home-basin quantile radius, mean-ridge ls, floored-ridge eta, sigma"
 #: The first form of the cap, tried for part of one session: without a basin above the start's,
 #: the radius was capped at the fine grid's top, which on the W2-image example sat at u = 2.8
 #: (there a chain went down to eta = 7e-4 and r-hat rose to 1.038); now it is capped where u = 6.
-TOP_CAP_SAMPLED_AS = f"{SAMPLED_AS}; capped at the fine grid's top (tried)"
+TOP_CAP_SAMPLED_AS = f"{CAPPED_SAMPLED_AS}; capped at the fine grid's top (tried)"
 #: The default before the radius map was built over the start's basin and capped below the light
 #: basins above it (``sle_priors``'s ``cap_radius``), and before eta and sigma followed floored
 #: ridges (``scale_ridges``).
@@ -147,6 +154,7 @@ PREVIOUS_SAMPLED_AS = (
     SCALE_RIDGES_SAMPLED_AS,
     WALL_CUT_SAMPLED_AS,
     TOP_CAP_SAMPLED_AS,
+    CAPPED_SAMPLED_AS,
 )
 
 
@@ -812,11 +820,13 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         f"`sampled as`: how `sle_priors` hands the hyperparameters to NUTS; `{SAMPLED_AS}` "
         "(the current default: the radius on the quantile scale of the grid posterior's basin "
         "that holds its mode, with a lower tail cut off within a grid cell of the small-radius "
-        "wall, capped softly below the next basin up or the fine grid's top when what lies "
-        "above holds less than 0.5 % of the grid's mass (column `truncated_mass`); `ls` as its "
-        "ratio to the grid's conditional mean of `ls` given the radius; `eta` and `sigma` as "
-        "ratios to their own ridges, floored at the grid posterior's means) is what the targets "
-        "check. Rows of earlier defaults are kept as a record: "
+        "wall, capped softly below the next basin up, or where the quantile scale reaches 6, when "
+        "what lies above holds less than 0.5 % of the grid's mass (column `truncated_mass`); "
+        "`ls` as its ratio to the grid's conditional mean of `ls` given the radius; `eta` and "
+        "`sigma` as ratios to their own ridges, floored at the grid posterior's means; where the "
+        "noise reaches zero, i.e. the coarse grid puts 0.5 % of its mass below a tenth of its "
+        "median, `sigma`'s ratio on its quantile scale from a fine grid with 96 noise cells) is "
+        "what the targets check. Rows of earlier defaults are kept as a record: "
         f"`{FIRST_SAMPLED_AS}` (every variable on a log scale centred at the grid mode) and "
         "`quantile radius, mode-ridge ls` "
         "(the ridge followed the conditional mode, which jumps between two modes on Teddy) and "
@@ -834,7 +844,10 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "default in one session); "
         f"`{TOP_CAP_SAMPLED_AS}` (the cap's first form: without a basin above the start's, at "
         "the fine grid's top instead of where `u` = 6; the splits it sampled the same as the "
-        "current default, Teddy n = 400 and bunny split 1, keep the current label). "
+        "default of then, Teddy n = 400 and bunny split 1, keep that default's label); "
+        f"`{CAPPED_SAMPLED_AS}` (the default before the noise's quantile scale; its rows of "
+        "the splits where the noise does not reach zero, the same model, carry the current "
+        "label). "
         f"`{GAMMA_NOISE_SAMPLED_AS}` is `{UNCUT_SAMPLED_AS}` with the noise prior "
         "`sigma ~ Gamma(2, 2.5 / std(y))` instead of `HalfNormal(std(y))`: tried, not adopted "
         "(fewer divergences on one example model, not on these benchmarks). "

@@ -84,6 +84,8 @@ def test_uneven_axes_weigh_cells_by_their_width():
         ({"radius": [0.5]}, r"`radius` must be a 1-D array of at least 2 positive finite"),
         ({"ls": [1.0, 0.5]}, r"`ls` must be strictly increasing"),
         ({"radius": [0.0, 1.0]}, r"`radius` must be a 1-D array of at least 2 positive"),
+        ({"sigma": [[0.1, 0.2]]}, r"`sigma` must be a 1-D array of at least 2 positive"),
+        ({"sigma": [0.2, 0.1]}, r"`sigma` must be strictly increasing"),
     ],
 )
 def test_invalid_grid_arguments_are_named(data, kwargs, message):
@@ -128,3 +130,17 @@ def test_mass_range_holds_all_but_the_tail_and_one_cell_more(data):
     # restricted to the radii of given basins, the range stays within one cell of them
     lower_half = RadiusMode(float(axis[2]), 1.0, float(axis[0]), float(axis[5]))
     assert grid.mass_range("radius", tail=0.2, basins=[lower_half])[1] <= axis[6]
+
+
+def test_an_explicit_noise_axis_replaces_the_default_one_and_eta_keeps_n_scale(data):
+    """The default noise axis passed explicitly gives the same grid; a finer one refines the
+    noise only: every tenth of its cells is a cell of the default grid."""
+    D, y = data
+    rows, common = np.arange(y.size), dict(n_radius=3, n_ls=4, n_scale=5)
+    default = grid_posterior(D, rows, y, **common)
+    same = grid_posterior(D, rows, y, **common, sigma=default.sigma)
+    np.testing.assert_array_equal(same.log_density, default.log_density)
+    fine = grid_posterior(D, rows, y, **common,
+                          sigma=np.geomspace(default.sigma[0], default.sigma[-1], 41))  # fmt: skip
+    assert fine.log_density.shape == (3, 4, 5, 41) and fine.eta.size == 5
+    np.testing.assert_array_equal(fine.log_density[..., ::10], default.log_density)

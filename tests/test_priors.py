@@ -1,3 +1,4 @@
+import dataclasses
 import warnings
 
 import numpy as np
@@ -125,7 +126,7 @@ def test_sle_priors_start_at_the_grid_mode_and_keep_the_radius_prior():
     rows = np.arange(y.size)
     with pm.Model() as model:
         priors = sle_priors(D, rows, y, inner="rbf")
-    _, grid, _, _ = priors_module._search(D, rows, y, None, 0.95, "rbf", None)
+    _, grid, _, _, _ = priors_module._search(D, rows, y, None, 0.95, "rbf", None)
     mode = grid.mode()
     start = model.initial_point()
     on_ridges = ["ls", "eta", "sigma"]
@@ -195,6 +196,9 @@ def test_sle_priors_warns_when_the_start_basin_misses_mass(monkeypatch):
     D, y = _line()
     two_basins = two_basin_grids(grid_module.grid_posterior)
     monkeypatch.setattr(priors_module, "grid_posterior", two_basins)
+    # the patched grids are flat in log sigma, which reaches zero: the noise's own map is tested
+    # apart
+    monkeypatch.setattr(priors_module, "_noise_reaches_zero", lambda coarse: False)
     with (
         pm.Model() as model,
         pytest.warns(UserWarning, match=r"more than one basin.*sample_basins"),
@@ -291,6 +295,55 @@ def test_sle_priors_caps_the_radius_below_a_light_far_basin_and_says_so(
         warnings.simplefilter("ignore")
         priors = sle_priors(D, np.arange(y.size), y, cap_radius=False)
     assert (priors.radius_cap, model.rvs_to_transforms[priors["radius"]].u_cap) == (None, None)
+
+
+def _noise_grid(low_mass):
+    """A grid flat in everything but the noise, whose marginal puts ``low_mass`` two decades
+    below its median, 1 - ``low_mass`` at it."""
+    grid = synthetic_grid(np.zeros(4), np.geomspace(1.0, 2.0, 4))
+    sigma = np.geomspace(1e-3, 3.0, 16)
+    weights = np.zeros(16)
+    weights[[2, 10]] = low_mass, 1.0 - low_mass  # sigma 0.0029 and 0.37
+    log_density = np.broadcast_to(np.log(weights + 1e-300), (4, 2, 2, 16)).copy()
+    return dataclasses.replace(grid, sigma=sigma, log_density=log_density)
+
+
+@pytest.mark.parametrize(("low_mass", "reaches"), [(0.0, False), (0.004, False), (0.006, True)])
+def test_noise_reaches_zero_from_half_a_percent_below_a_tenth_of_its_median(low_mass, reaches):
+    from pymc_sle.inference import priors as priors_module
+
+    assert priors_module._noise_reaches_zero(_noise_grid(low_mass)) is reaches
+
+
+@pytest.mark.parametrize("scale_ridges", [True, False])
+def test_noise_that_reaches_zero_is_sampled_on_its_quantile_scale_from_finer_cells(
+    monkeypatch, scale_ridges
+):
+    """The fine grid gets 96 noise cells over the coarse grid's range, and sigma (sigma_rel on
+    its ridge) a quantile map of the fine grid's marginal; the other variables keep theirs."""
+    from pymc_sle.inference import priors as priors_module
+    from pymc_sle.inference._transforms import CenteredLog, QuantileLog
+
+    D, y = _line()
+    real, calls = priors_module.grid_posterior, []
+
+    def recorded(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(priors_module, "grid_posterior", recorded)
+    monkeypatch.setattr(priors_module, "_noise_reaches_zero", lambda coarse: True)
+    with pm.Model() as model:
+        priors = sle_priors(D, np.arange(y.size), y, scale_ridges=scale_ridges)
+    assert "sigma" not in calls[0] and len(calls[1]["sigma"]) == 96
+    scale = float(np.std(y))
+    np.testing.assert_allclose(calls[1]["sigma"][[0, -1]], [1e-3 * scale, 3.0 * scale])
+    noise = model["sigma_rel" if scale_ridges else "sigma"]
+    assert isinstance(model.rvs_to_transforms[noise], QuantileLog)
+    for other in ("ls_rel", "eta_rel" if scale_ridges else "eta"):
+        assert isinstance(model.rvs_to_transforms[model[other]], CenteredLog)
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+    assert sorted(priors) == ["eta", "ls", "radius", "sigma"]
 
 
 # -- warnings for user radius priors in the degenerate regions ---------------------------------

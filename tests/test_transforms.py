@@ -249,6 +249,30 @@ def test_ridges_of_ls_eta_and_sigma_are_their_own_conditional_means():
         Ridge(grid, "radius")
 
 
+def test_residual_marginal_is_the_marginal_of_log_theta_minus_the_ridge():
+    """log sigma | log r ~ N(-0.3 - 0.8 log r, 0.2): the residual is N(0, 0.2) at every radius,
+    so its marginal is that normal, and sharing each cell's mass linearly between two centres
+    keeps the mass and the mean exactly."""
+    log_r = np.linspace(-1.0, 1.0, 12)
+    axis = np.linspace(-3.0, 2.0, 51)  # cells of 0.1
+    line = -0.3 - 0.8 * log_r
+    log_density = np.broadcast_to(
+        np.expand_dims(-0.5 * ((axis[None, :] - line[:, None]) / 0.2) ** 2, (1, 2)), (12, 2, 2, 51)
+    )
+    grid = dataclasses.replace(
+        _grid(np.exp(log_r), np.array([1.0, 2.0]), np.zeros((12, 2))),
+        sigma=np.exp(axis), log_density=log_density.copy(),
+    )  # fmt: skip
+    ridge = Ridge(grid, "sigma")
+    centres, p = ridge.residual_marginal()
+    np.testing.assert_allclose(np.diff(centres), 0.1, rtol=1e-9)
+    assert p.sum() == pytest.approx(1.0, abs=1e-12) and np.all(p >= 0.0)
+    residuals = axis[None, :] - ridge.values[:, None]
+    assert p @ centres == pytest.approx(np.sum(ridge._joint * residuals), abs=1e-12)
+    assert p @ centres == pytest.approx(0.0, abs=1e-3)
+    assert np.sqrt(p @ centres**2) == pytest.approx(0.2, rel=0.03)  # + the sharing's spread
+
+
 @pytest.mark.parametrize("name, slope", [("sigma", -0.8), ("eta", 0.5), ("sigma", 1.7)])
 def test_floored_ridge_follows_the_conditional_mean_only_above_its_level(name, slope):
     """log theta | log r ~ N(c + slope log r, 0.2), radius weights rising along the axis: the
@@ -321,17 +345,20 @@ ON_RIDGES = {False: ("ls",), True: ("ls", "eta", "sigma")}
 
 @pytest.fixture(
     scope="module",
-    params=[(True, False), (False, False), (False, True)],
-    ids=["default", "plain_scales", "across_dips"],
-)
+    params=[(True, False, False), (False, False, False), (False, True, False),
+            (True, False, True), (False, True, True)],
+    ids=["default", "plain_scales", "across_dips", "noise_at_zero", "noise_at_zero_across_dips"],
+)  # fmt: skip
 def models(request):
     """The sampled model, the plain one (``start="prior"``), the priors, the bounds and what is
     on ridges; ``across_dips``: a grid with two basins behind a deep dip, where the radius is on
-    a centred log scale and ``ls`` still on its ridge (``scale_ridges`` does not apply there)."""
-    scale_ridges, across_dips = request.param
+    a centred log scale and ``ls`` still on its ridge (``scale_ridges`` does not apply there);
+    ``noise_at_zero``: the noise on its quantile scale (relative to its ridge where it has one)."""
+    scale_ridges, across_dips, noise_at_zero = request.param
     D, y = _line()
     rows = np.arange(y.size)
     with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        patch.setattr(priors_module, "_noise_reaches_zero", lambda coarse: noise_at_zero)
         if across_dips:
             warnings.filterwarnings("ignore", "The radius posterior has more than one basin")
             patch.setattr(priors_module, "grid_posterior", two_basin_grids(grid_posterior))
@@ -416,7 +443,13 @@ def test_chains_start_at_the_grid_mode(models):
     start = mode.initial_point()
     for name in ("ls", "eta", "sigma"):
         sampled = f"{name}_rel" if name in on_ridges else name
-        assert start[f"{sampled}_centeredlog__"] == 0.0
+        rv = mode[sampled]
+        transform = mode.rvs_to_transforms[rv]
+        if isinstance(transform, QuantileLog):  # the noise, when it reaches zero
+            expected = transform.to_sampled(mode.rvs_to_initial_values[rv])
+            assert start[f"{sampled}_quantilelog__"] == pytest.approx(expected, abs=1e-9)
+        else:
+            assert start[f"{sampled}_centeredlog__"] == 0.0
     radius = mode.rvs_to_initial_values[priors["radius"]]
     transform = mode.rvs_to_transforms[priors["radius"]]
     if isinstance(transform, QuantileLog):

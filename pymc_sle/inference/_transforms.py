@@ -303,6 +303,7 @@ class Ridge(Hermite):
         log_joint = special.logsumexp(grid.log_density, axis=others)  # (radius, theta) cells
         weights = special.softmax(log_joint, axis=1)
         log_theta = np.log(getattr(grid, name))
+        self._joint, self._log_theta = special.softmax(log_joint), log_theta
         mean = weights @ log_theta
         self.spread = np.sqrt(np.maximum(weights @ log_theta**2 - mean**2, 0.0))
         #: The grid posterior's mean of log theta, the floor of a floored ridge.
@@ -312,3 +313,19 @@ class Ridge(Hermite):
             mean = self.level + w * np.logaddexp(0.0, (mean - self.level) / w)
         log_radius = np.log(grid.radius)
         super().__init__(log_radius[0], log_radius[1] - log_radius[0], mean)
+
+    def residual_marginal(self) -> tuple[np.ndarray, np.ndarray]:
+        r"""The grid posterior's marginal of :math:`\log \theta - m(\log r)`, what ``sle_priors``
+        samples as ``log(theta_rel)``: cell centres evenly spaced by the grid's step in
+        :math:`\log \theta`, and their probabilities (for :meth:`QuantileLog.from_grid`). Each
+        grid cell's mass is shared linearly between the two centres its residual falls
+        between."""
+        residual = self._log_theta[None, :] - self.values[:, None]
+        step = float(self._log_theta[1] - self._log_theta[0])
+        position = (residual - residual.min()) / step
+        left = np.floor(position).astype(int)
+        share = position - left
+        probabilities = np.zeros(int(left.max()) + 2)
+        np.add.at(probabilities, left, (1.0 - share) * self._joint)
+        np.add.at(probabilities, left + 1, share * self._joint)
+        return residual.min() + step * np.arange(probabilities.size), probabilities

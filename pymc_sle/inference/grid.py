@@ -244,6 +244,7 @@ def grid_posterior(
     width: float = 3.3,
     radius=None,
     ls=None,
+    sigma=None,
 ) -> GridPosterior:
     r"""The posterior of the :func:`~pymc_sle.inference.priors.sle_priors` SLE model on a grid.
 
@@ -265,9 +266,11 @@ def grid_posterior(
         Grid sizes of the radius, the length scale, and each of ``eta`` and ``sigma``.
     width : float, default 3.3
         Half-width of the radius and length-scale axes in prior standard deviations.
-    radius, ls : array_like of float, optional
+    radius, ls, sigma : array_like of float, optional
         Explicit, increasing, positive axes instead of the default ones (e.g. a finer radius
-        grid around the modes a coarse pass found); ``n_radius`` / ``n_ls`` are then ignored.
+        grid around the modes a coarse pass found); ``n_radius`` / ``n_ls`` are then ignored,
+        and ``n_scale`` sizes ``eta`` only. The derived quantities (marginals, ridges) assume
+        axes evenly spaced in the log, as the default ones are.
 
     Returns
     -------
@@ -303,7 +306,11 @@ def grid_posterior(
     ls = _log_normal_axis(ls_prior, n_ls, width) if ls is None else _explicit_axis("ls", ls)
     n_radius, n_ls = radius.size, ls.size
     eta = np.geomspace(1e-3 * scale, 3.0 * scale, n_scale)
-    sigma = np.geomspace(1e-3 * scale, 3.0 * scale, n_scale)
+    sigma = (
+        np.geomspace(1e-3 * scale, 3.0 * scale, n_scale)
+        if sigma is None
+        else _explicit_axis("sigma", sigma)
+    )
 
     def log_normal_of_log(values, params):  # density of log(value): Normal(mu, sigma)
         z = (np.log(values) - params["mu"]) / params["sigma"]
@@ -316,7 +323,7 @@ def grid_posterior(
     eta2, sigma2 = eta[:, None, None] ** 2, sigma[None, :, None] ** 2 + _JITTER
     kernel = _kernel_function(inner, inner_kwargs)
     n = y.size
-    log_density = np.empty((n_radius, n_ls, n_scale, n_scale))
+    log_density = np.empty((n_radius, n_ls, eta.size, sigma.size))
     for i, r in enumerate(radius):
         squared = embedding_distances(block, radius=r, squared=True)
         for j, length in enumerate(ls):
