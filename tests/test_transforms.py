@@ -133,6 +133,33 @@ def test_quantile_log_lower_tail_stops_at_a_wall_and_upper_tail_stays_wide(monke
     assert log_g(6.0) == pytest.approx(above, abs=0.1)
 
 
+def test_quantile_log_upper_wall_stops_the_upper_tail_and_leaves_the_lower_one_wide():
+    """The noise's marginal, which drops to 0 above log x = 1.5 (the data's spread), and has a
+    long tail below: with ``walls=("upper",)`` u = 3 maps within a grid cell of the drop and
+    further up g moves about one grid cell per unit of u; the lower tail follows the widening
+    normal as without walls. The default cuts the lower end only."""
+    log_axis = np.linspace(-1.5, 2.5, 48)
+    step = log_axis[1] - log_axis[0]
+    p = np.where(log_axis > 1.5, 0.0, _two_bumps(log_axis))
+    p /= p.sum()
+
+    def log_g(transform):
+        backward = _function(transform.backward)
+        return lambda u: float(np.log(backward(u)))
+
+    upper = log_g(QuantileLog.from_grid(log_axis, p, walls=("upper",)))
+    none = log_g(QuantileLog.from_grid(log_axis, p, walls=()))
+    lower = log_g(QuantileLog.from_grid(log_axis, p))
+    assert 1.5 < upper(3.0) < 1.5 + step
+    assert 0.5 * step < (upper(12.0) - upper(6.0)) / 6.0 < 1.5 * step
+    assert (none(12.0) - none(6.0)) / 6.0 > 5 * step
+    assert upper(-6.0) == pytest.approx(none(-6.0), abs=0.05)
+    assert lower(12.0) == pytest.approx(none(12.0), abs=0.05)
+    with pytest.raises(ValueError, match=r"`walls` must hold only 'lower' and 'upper', but got "
+                                         r"\('top',\)"):  # fmt: skip
+        QuantileLog.from_grid(log_axis, p, walls=("top",))
+
+
 def test_quantile_log_forward_inverts_backward_and_jacobian_is_the_derivative(quantile):
     transform, _ = quantile
     backward = _function(transform.backward)

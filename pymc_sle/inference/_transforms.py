@@ -134,7 +134,9 @@ class QuantileLog(Transform):
     sent trajectories into it (divergences that start at :math:`u < -3`). With the cut, below
     the wall one unit of :math:`u` moves :math:`\log x` by about one grid cell. Above the grid
     the likelihood flattens (bumps cover every landmark) and the full normal tail stays, so the
-    map reaches the prior's large radii. If the posterior marginal equalled :math:`q`,
+    map reaches the prior's large radii. ``walls=("upper",)`` cuts the other end instead, above
+    the marginal's ``1 - wall_quantile`` quantile: the noise's wall, which cannot exceed the
+    data's spread, while its tail towards 0 is long. If the posterior marginal equalled :math:`q`,
     :math:`u` would be exactly standard normal. The prior of :math:`x` is untouched:
     ``log_jac_det`` is :math:`\log g'(u) + g(u)`.
 
@@ -176,11 +178,20 @@ class QuantileLog(Transform):
 
     @classmethod
     def from_grid(
-        cls, log_axis, probabilities, n_knots: int = 49, *, log_cap: float | None = None
+        cls,
+        log_axis,
+        probabilities,
+        n_knots: int = 49,
+        *,
+        log_cap: float | None = None,
+        walls: tuple[str, ...] = ("lower",),
     ) -> QuantileLog:
         """The map for a marginal given as probabilities of cells centred at the evenly spaced
         ``log_axis``; with ``log_cap``, built from the cells at or below it and capped there, or
-        at the last knot if that comes first (class notes)."""
+        at the last knot if that comes first; the widening cut off beyond the ``walls``
+        (``"lower"``, ``"upper"``; class notes)."""
+        if not set(walls) <= {"lower", "upper"}:
+            raise ValueError(f"`walls` must hold only 'lower' and 'upper', but got {walls!r}")
         log_axis = np.asarray(log_axis, dtype=float)
         p = np.asarray(probabilities, dtype=float)
         if log_cap is not None:
@@ -199,9 +210,13 @@ class QuantileLog(Transform):
         ends = np.concatenate([[log_axis[0] - step], log_axis, [log_axis[-1] + step]])
         grid_cdf = _cumulative(x, np.interp(x, ends, np.pad(p / step, 1), left=0.0, right=0.0))
         grid_cdf /= grid_cdf[-1]
-        wall = x[np.searchsorted(grid_cdf, cls.wall_quantile)]
-        below_wall = np.minimum(x - wall, 0.0) / step
-        wide_cdf = _cumulative(x, stats.norm.pdf(x, mean, spread) * np.exp(-0.5 * below_wall**2))
+        beyond = np.zeros_like(x)  # grid cells beyond the walls
+        if "lower" in walls:
+            beyond += np.minimum(x - x[np.searchsorted(grid_cdf, cls.wall_quantile)], 0.0) / step
+        if "upper" in walls:
+            wall = x[np.searchsorted(grid_cdf, 1.0 - cls.wall_quantile)]
+            beyond += np.maximum(x - wall, 0.0) / step
+        wide_cdf = _cumulative(x, stats.norm.pdf(x, mean, spread) * np.exp(-0.5 * beyond**2))
         cdf = (1 - cls.widening) * grid_cdf + cls.widening * wide_cdf / wide_cdf[-1]
         u = special.ndtri(np.clip(cdf, 1e-300, 1.0))
         keep = np.isfinite(u) & (np.abs(u) < cls._U_MAX + 1.0)

@@ -206,10 +206,12 @@ def _noise_reaches_zero(coarse) -> bool:
 
 def _noise_map(grid, ridge: Ridge | None) -> QuantileLog:
     """The quantile map of ``log sigma`` (or, with the noise's ``ridge``, of ``log sigma_rel``)
-    from the grid's marginal."""
+    from the grid's marginal, its widening cut off above the marginal's bulk: there the noise
+    exceeds the data's spread and the likelihood falls off a cliff. Widened there, the map's
+    upper tail reached it, and trajectories diverged from ``u`` 2-3 (SAXS split 1: 9 of 9)."""
     if ridge is None:
-        return QuantileLog.from_grid(np.log(grid.sigma), grid.marginal("sigma"))
-    return QuantileLog.from_grid(*ridge.residual_marginal())
+        return QuantileLog.from_grid(np.log(grid.sigma), grid.marginal("sigma"), walls=("upper",))
+    return QuantileLog.from_grid(*ridge.residual_marginal(), walls=("upper",))
 
 
 def _radius_map(coarse, grid, cap: bool) -> tuple[QuantileLog, float | None, float]:
