@@ -73,10 +73,11 @@ WALL_CUT_RADIUS_MAP, UNCUT_RADIUS_MAP = "cut at the wall", "reaching past the wa
 #: such basins.
 CENTRED_ACROSS_SHALLOW_DIPS = "none: centred logs across a 1.5-3-nat dip (tried)"
 #: How ``sle_priors`` samples the scales when it uses the maps: ``ls``, ``eta`` and ``sigma`` as
-#: ratios to their grid ridges, those of ``eta`` and ``sigma`` floored (``scale_ridges=True``).
+#: ratios to their grid ridges, those of ``eta`` and ``sigma`` floored (``scale_ridges=True``),
+#: and the noise's ratio on its grid quantile scale where the noise reaches zero (both examples).
 #: Earlier (fits kept as a record): ``ls`` only, ``eta`` and ``sigma`` on centred log scales (the
 #: default then, ``scale_ridges=False`` now); all three on unfloored ridges (an option then).
-SCALES = "ls on its ridge, eta and sigma on floored ridges"
+SCALES = "ls on its ridge, eta and sigma on floored ridges, the noise on its quantile scale"
 LS_RIDGE, FULL_RIDGES = "ls on its ridge", "ls, eta, sigma on ridges"
 
 
@@ -282,7 +283,8 @@ def main(argv=None) -> None:
             f"rule, `{PREVIOUS_BASIN_RULE}`, and a tried one, `{TRIED_BASIN_RULE}` (which "
             "split the W2 images' 71 % and 29 % basins), are kept as a record. `scales`: "
             f"`{SCALES}` (the default: each sampled as its ratio to the grid's conditional "
-            "mean given the radius, floored at the grid mean for `eta` and `sigma`), "
+            "mean given the radius, floored at the grid mean for `eta` and `sigma`; the noise's "
+            "ratio on its grid quantile scale, as its posterior reaches zero on both examples), "
             f"`{LS_RIDGE}` (the earlier default, `scale_ridges=False`: `eta` and `sigma` on "
             f"centred log scales) or `{FULL_RIDGES}` (an earlier option, unfloored). "
             f"Rows with the map {WALL_CUT_RADIUS_MAP} (over every basin, uncapped: the earlier "
