@@ -176,8 +176,7 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
     if sum(b.mass >= _UNREACHED_MASS for b in basins) > 1:  # the masses weigh sample_basins' pool
         grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_WEIGHING_SCALES)
         basins = _radius_basins(grid)
-    start = grid.mode()["radius"]
-    home = next(b for b in basins if b.low <= start <= b.high)
+    home = _home(grid, basins)
     if 1.0 - home.mass > _UNREACHED_MASS:
         others = ", ".join(
             f"r = {b.radius:.3g} ({100 * b.mass:.1f} %)"
@@ -194,6 +193,12 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
             stacklevel=3,
         )
     return coarse, grid, _reported(basins), _uses_maps(grid), noise_at_zero
+
+
+def _home(grid, basins):
+    """The basin holding the grid's mode, where every chain starts."""
+    start = grid.mode()["radius"]
+    return next(b for b in basins if b.low <= start <= b.high)
 
 
 def _noise_reaches_zero(coarse) -> bool:
@@ -228,8 +233,7 @@ def _radius_map(coarse, grid, cap: bool) -> tuple[QuantileLog, float | None, flo
     if not cap:
         return QuantileLog.from_grid(log_radius, marginal), None, 0.0
     basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
-    start = grid.mode()["radius"]
-    home = next(b for b in basins if b.low <= start <= b.high)
+    home = _home(grid, basins)
     above = [b for b in basins if b.low > home.high]
     log_cut = 0.5 * float(np.log(home.high * above[0].low)) if above else np.inf
     capped = QuantileLog.from_grid(log_radius, marginal, log_cap=log_cut)
