@@ -322,14 +322,15 @@ def test_noise_that_reaches_zero_is_sampled_on_its_quantile_scale_from_finer_cel
     """The fine grid gets 96 noise cells over the coarse grid's range, and sigma (sigma_rel on
     its ridge) a quantile map of the fine grid's marginal; the other variables keep theirs."""
     from pymc_sle.inference import priors as priors_module
-    from pymc_sle.inference._transforms import CenteredLog, QuantileLog
+    from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
 
     D, y = _line()
-    real, calls = priors_module.grid_posterior, []
+    real, calls, grids = priors_module.grid_posterior, [], []
 
     def recorded(*args, **kwargs):
         calls.append(kwargs)
-        return real(*args, **kwargs)
+        grids.append(real(*args, **kwargs))
+        return grids[-1]
 
     monkeypatch.setattr(priors_module, "grid_posterior", recorded)
     monkeypatch.setattr(priors_module, "_noise_reaches_zero", lambda coarse: True)
@@ -339,7 +340,17 @@ def test_noise_that_reaches_zero_is_sampled_on_its_quantile_scale_from_finer_cel
     scale = float(np.std(y))
     np.testing.assert_allclose(calls[1]["sigma"][[0, -1]], [1e-3 * scale, 3.0 * scale])
     noise = model["sigma_rel" if scale_ridges else "sigma"]
-    assert isinstance(model.rvs_to_transforms[noise], QuantileLog)
+    transform = model.rvs_to_transforms[noise]
+    assert isinstance(transform, QuantileLog)
+    # the map of the fine grid's marginal (relative to the floored ridge), cut above, not below
+    fine = grids[-1]
+    if scale_ridges:
+        ridge = Ridge(fine, "sigma", floored=True)
+        expected = QuantileLog.from_grid(*ridge.residual_marginal(), walls=("upper",))
+    else:
+        expected = QuantileLog.from_grid(np.log(fine.sigma), fine.marginal("sigma"),
+                                         walls=("upper",))  # fmt: skip
+    np.testing.assert_allclose(transform._g.values, expected._g.values, rtol=1e-12)
     for other in ("ls_rel", "eta_rel" if scale_ridges else "eta"):
         assert isinstance(model.rvs_to_transforms[model[other]], CenteredLog)
     assert np.isfinite(model.compile_logp()(model.initial_point()))

@@ -269,8 +269,9 @@ def grid_posterior(
     radius, ls, sigma : array_like of float, optional
         Explicit, increasing, positive axes instead of the default ones (e.g. a finer radius
         grid around the modes a coarse pass found); ``n_radius`` / ``n_ls`` are then ignored,
-        and ``n_scale`` sizes ``eta`` only. The derived quantities (marginals, ridges) assume
-        axes evenly spaced in the log, as the default ones are.
+        and ``n_scale`` sizes ``eta`` only. Marginals weigh cells by their widths; the ridges
+        and quantile maps ``sle_priors`` reads off a grid need axes evenly spaced in the log, as
+        the default ones are.
 
     Returns
     -------
