@@ -65,10 +65,11 @@ _WEIGHING_SCALES = 64
 #: The noise *reaches zero* when the coarse grid's marginal of ``sigma`` puts at least this much
 #: mass below a tenth of its median: the GP can interpolate the data, the likelihood stays finite
 #: as ``sigma`` goes to 0, and the marginal of ``log sigma`` has a tail that falls only like
-#: ``sigma`` itself (SAXS: 1.1-4.8 % of the mass below a tenth of the median; the other
-#: benchmarks: none). On a log scale that tail is many times longer than the bulk (SAXS split
-#: 1: 1 % of the draws 10 posterior sd below the median), chains explore it slowly, and NUTS
-#: sampled ``sigma`` with r-hat 1.02 and bulk ESS 332 there. ``sle_priors`` then samples the
+#: ``sigma`` itself (SAXS: 1.1-4.8 % of the mass below a tenth of the median; Teddy n = 200:
+#: 1.8 % and 0.9 % on two splits, 0.09 % on the third; the other benchmarks: none). On a log
+#: scale that tail is many times longer than the bulk (SAXS split 1: 1 % of the draws 10
+#: posterior sd below the median), chains explore it slowly, and NUTS sampled ``sigma`` with
+#: r-hat 1.02 and bulk ESS 332 there. ``sle_priors`` then samples the
 #: noise on its grid quantile scale, from a fine grid with ``_FINE_NOISE`` noise cells (SAXS's
 #: three splits: r-hat <= 1.005, bulk ESS >= 963 over all variables, no divergences).
 _NOISE_AT_ZERO = 0.005
@@ -230,19 +231,18 @@ def _radius_map(coarse, grid, cap: bool) -> tuple[QuantileLog, float | None, flo
     fine grid's there, plus the coarse grid's beyond both (light basins the fine grid does not
     span). When that reaches ``MIN_BASIN_MASS``, the map is not capped."""
     log_radius, marginal = np.log(grid.radius), grid.marginal("radius")
-    if not cap:
-        return QuantileLog.from_grid(log_radius, marginal), None, 0.0
-    basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
-    home = _home(grid, basins)
-    above = [b for b in basins if b.low > home.high]
-    log_cut = 0.5 * float(np.log(home.high * above[0].low)) if above else np.inf
-    capped = QuantileLog.from_grid(log_radius, marginal, log_cap=log_cut)
-    bound = capped.bound
-    beyond = float(coarse.marginal("radius")[coarse.radius > max(bound, grid.radius[-1])].sum())
-    truncated = beyond + (1.0 - beyond) * float(marginal[grid.radius > bound].sum())
-    if truncated >= MIN_BASIN_MASS:
-        return QuantileLog.from_grid(log_radius, marginal), None, 0.0
-    return capped, bound, truncated
+    if cap:
+        basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
+        home = _home(grid, basins)
+        above = [b for b in basins if b.low > home.high]
+        log_cut = 0.5 * float(np.log(home.high * above[0].low)) if above else np.inf
+        capped = QuantileLog.from_grid(log_radius, marginal, log_cap=log_cut)
+        bound = capped.bound
+        beyond = float(coarse.marginal("radius")[coarse.radius > max(bound, grid.radius[-1])].sum())
+        truncated = beyond + (1.0 - beyond) * float(marginal[grid.radius > bound].sum())
+        if truncated < MIN_BASIN_MASS:
+            return capped, bound, truncated
+    return QuantileLog.from_grid(log_radius, marginal), None, 0.0
 
 
 def _radius_basins(grid) -> list[RadiusMode]:
