@@ -37,8 +37,10 @@ chains). For the SLE fits also: how many divergent trajectories' starts the samp
 where they left from on the radius's quantile coordinate ``u`` (``divergence_u``) and how many
 of those from the small-radius wall (``wall_divergences``: ``u`` below -3); not recorded for
 several basins, sampled on centred log scales. And the milliseconds one log density and
-gradient evaluation takes (``grad_ms``, measured after sampling, in the sampler's backend).
-Each target the summary checks comes with its reason, read off these measurements.
+gradient evaluation takes (``grad_ms``, measured after sampling, in the sampler's backend),
+and what ``sle_priors`` decided for the split: the scale NUTS samples each hyperparameter on
+(``scales``, from ``SLEPriors.scales``; e.g. whether the noise reached zero). Each target the
+summary checks comes with its reason, read off these measurements.
 
 The run resumes: every finished fit is appended to the CSV at once, and fits already there are
 skipped, so it can be done in pieces (``--benchmarks``, ``--samplers``, ``--models``,
@@ -91,7 +93,7 @@ FIELDS = [
     "r_hat_max", "ess_bulk_min", "ess_tail_min", "min_ess_per_s", "divergences",
     "rmse", "crps", "picp", "nlpd", "multimodal_warning", "basins", "sampled_as", "predict_s",
     "steps_per_draw", "mass_matrix", "basin_rule", "divergences_recorded", "wall_divergences",
-    "grad_ms", "divergence_u", "r_hat_var", "ess_bulk_var", "truncated_mass",
+    "grad_ms", "divergence_u", "r_hat_var", "ess_bulk_var", "truncated_mass", "scales",
 ]  # fmt: skip
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
@@ -180,6 +182,9 @@ PREVIOUS_BASIN_RULE = "dips > 3 nats, mass >= 1 %"
 TRIED_BASIN_RULE = "dips > 1.5 nats, mass >= 0.5 %"
 #: The columns that say which default a fit ran under, beside (benchmark, split, model, sampler).
 IDENTITY = ("sampled_as", "mass_matrix", "basin_rule")
+#: The CSV's columns that are not numbers.
+TEXT_FIELDS = ("benchmark", "model", "spec", "sampler", "multimodal_warning", "divergence_u",
+               "r_hat_var", "ess_bulk_var", "scales", *IDENTITY)  # fmt: skip
 
 
 def _with_new_columns(row: dict) -> dict:
@@ -187,7 +192,7 @@ def _with_new_columns(row: dict) -> dict:
     unrecorded = dict.fromkeys(("divergences_recorded", "wall_divergences", "grad_ms"), "nan")
     row = {"basins": 1, "steps_per_draw": "nan", "mass_matrix": "diagonal", **unrecorded,
            "divergence_u": "", "r_hat_var": "", "ess_bulk_var": "", "truncated_mass": 0.0,
-           **row}  # fmt: skip
+           "scales": "", **row}  # fmt: skip
     row.setdefault("basin_rule", PREVIOUS_BASIN_RULE if row["model"] == "SLE" else "")
     row.setdefault("sampled_as", FIRST_SAMPLED_AS if row["model"] == "SLE" else "")
     if "predict_s" not in row:  # wall = setup + sampling + prediction and scoring
@@ -381,8 +386,14 @@ def fit(
         "divergence_u": "" if starts is None else ";".join(f"{u:.2f}" for u in starts),
         "grad_ms": gradient_ms(model, sampled, settings.nuts_sampler),
         "truncated_mass": 0.0 if priors is None else priors.truncated_mass,
+        "scales": "" if priors is None else scales_label(priors),
         **dict(zip(IDENTITY, _identity(model_name, settings.nuts_sampler), strict=True)),
     }  # fmt: skip
+
+
+def scales_label(priors) -> str:
+    """``SLEPriors.scales`` as one CSV cell: what ``sle_priors`` decided for this fit."""
+    return "; ".join(f"{name}: {scale}" for name, scale in priors.scales.items())
 
 
 def gradient_ms(model: pm.Model, rvs, sampler: str, seconds: float = 0.5) -> float:
@@ -480,8 +491,7 @@ def read_rows(path: Path) -> list[dict]:
         rows = list(map(_with_new_columns, csv.DictReader(f)))
     for r in rows:
         for k in FIELDS:
-            if k not in ("benchmark", "model", "spec", "sampler", "multimodal_warning",
-                         "divergence_u", "r_hat_var", "ess_bulk_var", *IDENTITY):  # fmt: skip
+            if k not in TEXT_FIELDS:
                 r[k] = float(r[k])
     return rows
 
@@ -784,6 +794,14 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
           "-" if np.isnan(r["grad_ms"]) else f"{r['grad_ms']:.1f}",
           f"{r['picp']:.3f}", f"{r['rmse']:.4g}"] for r in rows],
     )  # fmt: skip
+    decided = {(r["benchmark"], int(r["split"])): r["scales"]
+               for r in rows if r["model"] == "SLE" and r["scales"] and _is_current(r)}  # fmt: skip
+    order = list(BENCHMARKS)
+    decisions = _table(
+        ["benchmark", "split", *(f"`{n}` sampled on" for n in ("radius", "ls", "eta", "sigma"))],
+        [[bench, split, *(part.split(": ")[1] for part in decided[bench, split].split("; "))]
+         for bench, split in sorted(decided, key=lambda k: (order.index(k[0]), k[1]))],
+    )  # fmt: skip
     target_table = _table(
         [
             "SLE fits",
@@ -847,7 +865,9 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "default of then, Teddy n = 400 and bunny split 1, keep that default's label); "
         f"`{CAPPED_SAMPLED_AS}` (the default before the noise's quantile scale; its rows of "
         "the splits where the noise does not reach zero, the same model, carry the current "
-        "label). "
+        "label). The CSV's column `scales` records, per fit, the scale `sle_priors` chose for "
+        "each hyperparameter (`SLEPriors.scales`); the current default's rows from before the "
+        "column was added were filled in from `sle_priors` on their splits, without sampling. "
         f"`{GAMMA_NOISE_SAMPLED_AS}` is `{UNCUT_SAMPLED_AS}` with the noise prior "
         "`sigma ~ Gamma(2, 2.5 / std(y))` instead of `HalfNormal(std(y))`: tried, not adopted "
         "(fewer divergences on one example model, not on these benchmarks). "
@@ -866,6 +886,15 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         *table,
         "",
         f"![r-hat and PICP per benchmark]({stem}.png)",
+        "",
+        "## What `sle_priors` decided per split",
+        "",
+        "The current default's scales (`SLEPriors.scales`): `capped quantile` is the radius's "
+        "quantile scale with its cap, `centred log` a log scale centred at the grid's mode "
+        "(several basins), `ridge` / `floored ridge` a ratio to the grid's ridge given the "
+        "radius, and `quantile` after it the noise's quantile scale (the noise reaches zero).",
+        "",
+        *decisions,
         "",
         "## Every fit",
         "",

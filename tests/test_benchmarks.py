@@ -119,6 +119,10 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     # what the radius cap cut off: below the 0.5 % sle_priors allows; none for the baseline
     assert 0 <= float(refitted[1]["truncated_mass"]) < 0.005
     assert float(refitted[0]["truncated_mass"]) == 0
+    # what sle_priors decided for the split, one scale per hyperparameter; none for the baseline
+    scales = dict(part.split(": ") for part in refitted[1]["scales"].split("; "))
+    assert set(scales) == {"radius", "ls", "eta", "sigma"} and scales["ls"] == "ridge"
+    assert refitted[0]["scales"] == ""
 
 
 def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
@@ -130,6 +134,7 @@ def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
     assert np.isnan(float(row["steps_per_draw"])) and row["basins"] == 1
     assert row["sampled_as"] == "centred log"
     assert row["truncated_mass"] == 0.0  # no cap before the column
+    assert row["scales"] == ""  # not recorded before the column
     assert row["basin_rule"] == "dips > 3 nats, mass >= 1 %"  # the rule before the column
     assert _with_new_columns({**old, "model": "baseline"})["basin_rule"] == ""
 

@@ -30,7 +30,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
         ("new_data_after_fit.py", [],
          [r"W2 block of the new images: \(17, 60\)",
           r"posterior predictive draws for the new images: \(2, 200, 17\)",
-          r"scores on the new images: \{'rmse'", r"training then new rows: \(77, 60\)"], []),
+          r"^radius\s", r"divergences: \d+", r"scores on the new images: \{'rmse'",
+          r"training then new rows: \(77, 60\)"], []),
     ],
 )  # fmt: skip
 def test_example_runs(tmp_path, script, extra, expected_output, expected_files):

@@ -99,11 +99,15 @@ def test_sle_priors_create_named_variables(line_distances):
 def test_sle_priors_options_name_the_ratios_and_check_their_arguments(line_distances):
     y = np.sin(np.arange(12.0))
     with pm.Model() as model:
-        sle_priors(line_distances, np.arange(12), y, names={"sigma": "noise"})
+        priors = sle_priors(line_distances, np.arange(12), y, names={"sigma": "noise"})
     assert {rv.name for rv in model.free_RVs} == {"radius", "ls_rel", "eta_rel", "noise_rel"}
+    # what the search decided, keyed like the result (the noise reaches zero on these data)
+    assert priors.scales == {"radius": "capped quantile", "ls": "ridge", "eta": "floored ridge",
+                             "sigma": "floored ridge, quantile"}  # fmt: skip
     with pm.Model() as model:
-        sle_priors(line_distances, np.arange(12), y, scale_ridges=False)
+        priors = sle_priors(line_distances, np.arange(12), y, scale_ridges=False)
     assert {rv.name for rv in model.free_RVs} == {"radius", "ls_rel", "eta", "sigma"}
+    assert (priors.scales["eta"], priors.scales["sigma"]) == ("centred log", "quantile")
     for name in ("scale_ridges", "cap_radius"):
         with pm.Model(), pytest.raises(TypeError, match=rf"`{name}` must be a bool, but got 1"):
             sle_priors(line_distances, np.arange(12), y, **{name: 1})
@@ -112,6 +116,7 @@ def test_sle_priors_options_name_the_ratios_and_check_their_arguments(line_dista
         priors = sle_priors(line_distances, np.arange(12), y, start="prior")
     assert {rv.name for rv in model.free_RVs} == {"radius", "ls", "eta", "sigma"}
     assert (priors.radius_cap, priors.truncated_mass) == (None, 0.0)
+    assert priors.scales == dict.fromkeys(["radius", "ls", "eta", "sigma"], "log")
 
 
 def _line(n=16, seed=0):
@@ -126,8 +131,7 @@ def test_sle_priors_start_at_the_grid_mode_and_keep_the_radius_prior():
     rows = np.arange(y.size)
     with pm.Model() as model:
         priors = sle_priors(D, rows, y, inner="rbf")
-    _, grid, _, _, _ = priors_module._search(D, rows, y, None, 0.95, "rbf", None)
-    mode = grid.mode()
+    mode = priors_module._search(D, rows, y, None, 0.95, "rbf", None).grid.mode()
     start = model.initial_point()
     on_ridges = ["ls", "eta", "sigma"]
     at_start = model.compile_fn(model.replace_rvs_by_values([priors[n] for n in on_ridges]),
@@ -209,6 +213,8 @@ def test_sle_priors_warns_when_the_start_basin_misses_mass(monkeypatch):
     assert set(model.initial_point()) == {
         f"{v}_centeredlog__" for v in ("radius", "ls_rel", "eta", "sigma")
     }
+    assert priors.scales == {"radius": "centred log", "ls": "ridge", "eta": "centred log",
+                             "sigma": "centred log"}  # fmt: skip
     assert [round(b.mass, 2) for b in priors.basins] == [0.6, 0.4]
     for basin in priors.basins:
         assert basin.low <= basin.start["radius"] <= basin.high
@@ -284,7 +290,9 @@ def test_sle_priors_caps_the_radius_below_a_light_far_basin_and_says_so(
             [],
         )
         assert len(priors.basins) == 2
+        assert priors.scales["radius"] == "quantile"
         return
+    assert priors.scales["radius"] == "capped quantile"
     assert priors.truncated_mass == pytest.approx(masses[1], rel=0.01)
     assert len(said) == 1 and f"r = {priors.radius_cap:.3g}" in said[0]
     assert "cap_radius=False" in said[0]
@@ -355,6 +363,7 @@ def test_noise_that_reaches_zero_is_sampled_on_its_quantile_scale_from_finer_cel
         assert isinstance(model.rvs_to_transforms[model[other]], CenteredLog)
     assert np.isfinite(model.compile_logp()(model.initial_point()))
     assert sorted(priors) == ["eta", "ls", "radius", "sigma"]
+    assert priors.scales["sigma"] == ("floored ridge, quantile" if scale_ridges else "quantile")
 
 
 # -- warnings for user radius priors in the degenerate regions ---------------------------------

@@ -29,7 +29,7 @@ from pymc_sle.inference._bounds import (
     target_scale,
 )
 from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
-from pymc_sle.inference.grid import RadiusMode, grid_posterior
+from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior
 
 __all__ = [
     "Basin",
@@ -128,7 +128,14 @@ class SLEPriors(dict):
     """What :func:`~pymc_sle.inference.priors.sle_priors` returns: a dict ``{"radius", "ls", "eta",
     "sigma"}`` of the new random variables, with the radius ``basins`` its start search found
     (highest mass first; empty for ``start="prior"``). :func:`pymc_sle.inference.sample_basins`
-    samples each."""
+    samples each.
+
+    ``scales`` records what the search decided: for each key, the scale NUTS samples it on --
+    ``"log"`` (PyMC's default), ``"centred log"`` (a log scale centred at the grid's mode),
+    ``"quantile"`` (the grid posterior's quantile scale; ``"capped quantile"`` with the radius
+    capped at ``radius_cap``), or ``"ridge"`` / ``"floored ridge"`` (sampled as ``{name}_rel``, a
+    ratio to the grid's ridge given the radius, on a centred log scale; ``"floored ridge,
+    quantile"`` on its quantile scale)."""
 
     def __init__(
         self,
@@ -136,12 +143,15 @@ class SLEPriors(dict):
         basins: tuple[Basin, ...] = (),
         radius_cap: float | None = None,
         truncated_mass: float = 0.0,
+        scales: dict[str, str] | None = None,
     ):
         super().__init__(variables)
         self.basins = tuple(basins)
         #: The radius's upper bound in the sampled model (``None``: none), and the grid's
         #: posterior mass above it, which the model's posterior loses (``sle_priors``).
         self.radius_cap, self.truncated_mass = radius_cap, float(truncated_mass)
+        scales = dict(scales or {})
+        self.scales = scales | {name: "log" for name in self if name not in scales}
 
     def var_names(self, model: pm.Model, idata=None) -> list[str]:
         """What convergence diagnostics should cover: every free variable of ``model`` (what
@@ -155,13 +165,34 @@ class SLEPriors(dict):
         return names if idata is None else [n for n in names if n in idata.posterior]
 
 
-def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
-    """The coarse grid posterior over the priors' ranges; the fine one over where the coarse one
-    puts all but ``_FINE_TAIL`` of the mass of its basins holding ``_UNREACHED_MASS`` (with
-    ``_FINE_NOISE`` noise cells when the noise reaches zero, :func:`_noise_reaches_zero`); the
-    fine one's radius basins and shoulders (:func:`_radius_basins`), highest mass first; whether
-    the maps are used (:func:`_uses_maps`); and whether the noise reaches zero. A warning when
-    basins other than the one holding the grid's mode hold more than ``_UNREACHED_MASS``."""
+@dataclass(frozen=True)
+class _Search:
+    """What ``sle_priors``' grid search found (:func:`_search`).
+
+    Attributes
+    ----------
+    coarse, grid : GridPosterior
+        The coarse grid posterior over the priors' ranges, and the fine one over where the coarse
+        one puts all but ``_FINE_TAIL`` of the mass of its basins holding ``_UNREACHED_MASS``
+        (with ``_FINE_NOISE`` noise cells when ``noise_at_zero``).
+    basins : list of RadiusMode
+        The fine grid's radius basins and shoulders (:func:`_radius_basins`), highest mass first.
+    on_quantiles : bool
+        Whether the radius is sampled on its quantile scale (:func:`_uses_maps`).
+    noise_at_zero : bool
+        Whether the noise reaches zero (:func:`_noise_reaches_zero`).
+    """
+
+    coarse: GridPosterior
+    grid: GridPosterior
+    basins: list
+    on_quantiles: bool
+    noise_at_zero: bool
+
+
+def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs) -> _Search:
+    """The grid search behind ``sle_priors`` (:class:`_Search`). A warning when basins other than
+    the one holding the grid's mode hold more than ``_UNREACHED_MASS``."""
     common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
     coarse = grid_posterior(distances, rows, y, **common, **_START_GRID)
     sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=BASIN_BARRIER)
@@ -193,7 +224,7 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs):
             UserWarning,
             stacklevel=3,
         )
-    return coarse, grid, _reported(basins), _uses_maps(grid), noise_at_zero
+    return _Search(coarse, grid, _reported(basins), _uses_maps(grid), noise_at_zero)
 
 
 def _home(grid, basins):
@@ -446,9 +477,9 @@ def sle_priors(
             }
         )
 
-    coarse, grid, found, on_quantiles, noise_at_zero = _search(
-        distances, rows, y, landmarks, mass, inner, inner_kwargs
-    )
+    search = _search(distances, rows, y, landmarks, mass, inner, inner_kwargs)
+    coarse, grid, found = search.coarse, search.grid, search.basins
+    on_quantiles = search.on_quantiles
     # Across basins behind deep dips the quantile scale squeezes each dip into a short, deep
     # trench, where leapfrog steps diverge (strings, split 2: r-hat 1.61, 122 divergences).
     # sample_basins then samples each basin with the radius and the scales on log scales
@@ -471,7 +502,7 @@ def sle_priors(
         """Where variable ``name`` starts, and its scale: the noise's quantile map when the noise
         reaches zero, otherwise a log scale centred at the start in units of ``spread`` (half a
         grid cell at least)."""
-        if noise_at_zero and name.removesuffix("_rel") == "sigma":
+        if search.noise_at_zero and name.removesuffix("_rel") == "sigma":
             return {"initval": at[name], "default_transform": _noise_map(grid, ridges.get("sigma"))}
         axis = getattr(centre, name.removesuffix("_rel"))
         half_step = 0.5 * float(np.log(axis[1] / axis[0]))
@@ -533,7 +564,21 @@ def sle_priors(
               {names[k]: v for k, v in sampled(grid.mode((b.low, b.high))).items()})
         for b in found
     )  # fmt: skip
-    return SLEPriors(variables, basins, cap, truncated)
+    return SLEPriors(variables, basins, cap, truncated, _scales(search, ridges, cap))
+
+
+def _scales(search: _Search, ridges: dict[str, Ridge], cap: float | None) -> dict[str, str]:
+    """``SLEPriors.scales``: the scale NUTS samples each variable on."""
+    radius = ("capped quantile" if cap is not None else "quantile") if search.on_quantiles else None
+    out = {"radius": radius or "centred log"}
+    for name in ("ls", "eta", "sigma"):
+        own = "quantile" if name == "sigma" and search.noise_at_zero else None
+        if name in ridges:
+            ridge = "floored ridge" if ridges[name].floored else "ridge"
+            out[name] = f"{ridge}, {own}" if own else ridge
+        else:
+            out[name] = own or "centred log"
+    return out
 
 
 def scale_priors(y, *, names: dict[str, str] | None = None) -> dict[str, pm.Distribution]:
