@@ -59,7 +59,8 @@ with pm.Model() as model:
     # A placeholder for inputs to come: one row of the right width.
     X_new = pm.Data("X_new", W_train.values[:1])
     gp.conditional("y_new", Xnew=X_new, pred_noise=True)
-summary = pm.stats.summary(idata, var_names=priors.var_names(model, idata), kind="diagnostics")
+names = priors.var_names(model, idata)
+summary = pm.stats.summary(idata, var_names=names, kind="diagnostics", round_to=3)
 print(summary[["ess_bulk", "ess_tail", "r_hat"]])
 print("divergences:", int(idata.sample_stats["diverging"].sum()))
 
