@@ -323,6 +323,7 @@ class Ridge(Hermite):
         self.spread = np.sqrt(np.maximum(weights @ log_theta**2 - mean**2, 0.0))
         #: The grid posterior's mean of log theta, the floor of a floored ridge.
         self.level = float(grid.marginal("radius") @ mean)
+        #: Whether the ridge is floored at :attr:`level`.
         self.floored = floored
         if floored:
             w = self.floor_width

@@ -569,8 +569,10 @@ def sle_priors(
 
 def _scales(search: _Search, ridges: dict[str, Ridge], cap: float | None) -> dict[str, str]:
     """``SLEPriors.scales``: the scale NUTS samples each variable on."""
-    radius = ("capped quantile" if cap is not None else "quantile") if search.on_quantiles else None
-    out = {"radius": radius or "centred log"}
+    if not search.on_quantiles:
+        out = {"radius": "centred log"}
+    else:
+        out = {"radius": "quantile" if cap is None else "capped quantile"}
     for name in ("ls", "eta", "sigma"):
         own = "quantile" if name == "sigma" and search.noise_at_zero else None
         if name in ridges:
