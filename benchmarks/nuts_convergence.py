@@ -99,6 +99,13 @@ FIELDS = [
 #: results as a record; targets are checked on the current ones.
 SAMPLED_AS = (
     "capped home-basin quantile radius, mean-ridge ls, floored-ridge eta, sigma; "
+    "quantile noise where it reaches zero; zoomed radius map where the grid is coarse"
+)
+#: The default before the radius map was built from a grid zoomed onto the start's basin where
+#: the fine grid resolves it with fewer than 2 cells per sd (column ``scales``: ``zoomed``). Its
+#: rows of the other splits, the same model, carry the current label.
+NOISE_SAMPLED_AS = (
+    "capped home-basin quantile radius, mean-ridge ls, floored-ridge eta, sigma; "
     "quantile noise where it reaches zero"
 )
 #: The default before the noise was sampled on its quantile scale where it reaches zero (the
@@ -157,6 +164,7 @@ PREVIOUS_SAMPLED_AS = (
     WALL_CUT_SAMPLED_AS,
     TOP_CAP_SAMPLED_AS,
     CAPPED_SAMPLED_AS,
+    NOISE_SAMPLED_AS,
 )
 
 
@@ -843,7 +851,9 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "`ls` as its ratio to the grid's conditional mean of `ls` given the radius; `eta` and "
         "`sigma` as ratios to their own ridges, floored at the grid posterior's means; where the "
         "noise reaches zero, i.e. the coarse grid puts 0.5 % of its mass below a tenth of its "
-        "median, `sigma`'s ratio on its quantile scale from a fine grid with 96 noise cells) is "
+        "median, `sigma`'s ratio on its quantile scale from a fine grid with 96 noise cells; "
+        "where the fine grid resolves the start's radius basin with fewer than 2 cells per "
+        "posterior sd, the radius map built from one more grid pass zoomed onto that basin) is "
         "what the targets check. Rows of earlier defaults are kept as a record: "
         f"`{FIRST_SAMPLED_AS}` (every variable on a log scale centred at the grid mode) and "
         "`quantile radius, mode-ridge ls` "
@@ -864,10 +874,13 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "the fine grid's top instead of where `u` = 6; the splits it sampled the same as the "
         "default of then, Teddy n = 400 and bunny split 1, keep that default's label); "
         f"`{CAPPED_SAMPLED_AS}` (the default before the noise's quantile scale; its rows of "
-        "the splits where the noise does not reach zero, the same model, carry the current "
-        "label). The CSV's column `scales` records, per fit, the scale `sle_priors` chose for "
-        "each hyperparameter (`SLEPriors.scales`); the current default's rows from before the "
-        "column was added were filled in from `sle_priors` on their splits, without sampling. "
+        "the splits where the noise does not reach zero, the same model, carry the label of "
+        f"then); `{NOISE_SAMPLED_AS}` (the default before the zoomed radius map; its rows of "
+        "the splits where the grid resolves the start's basin, the same model, carry the "
+        "current label). The CSV's column `scales` records, per fit, the scale `sle_priors` "
+        "chose for each hyperparameter (`SLEPriors.scales`); the rows of the default of then "
+        "written before the column was added were filled in from `sle_priors` on their splits, "
+        "without sampling. "
         f"`{GAMMA_NOISE_SAMPLED_AS}` is `{UNCUT_SAMPLED_AS}` with the noise prior "
         "`sigma ~ Gamma(2, 2.5 / std(y))` instead of `HalfNormal(std(y))`: tried, not adopted "
         "(fewer divergences on one example model, not on these benchmarks). "

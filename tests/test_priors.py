@@ -366,6 +366,68 @@ def test_noise_that_reaches_zero_is_sampled_on_its_quantile_scale_from_finer_cel
     assert priors.scales["sigma"] == ("floored ridge, quantile" if scale_ridges else "quantile")
 
 
+def test_cells_per_sd_measures_the_basin_alone_in_grid_cells():
+    from pymc_sle.inference import priors as priors_module
+    from pymc_sle.inference.grid import RadiusMode
+
+    radius = np.exp(np.arange(0.0, 2.0, 0.04))  # cells 0.04 wide in log r
+    t = np.log(radius)
+    # a basin with sd 0.05 in log r, and a far light one that must not widen it
+    log_marginal = np.logaddexp(
+        -0.5 * ((t - 0.6) / 0.05) ** 2, np.log(0.1) - 0.5 * ((t - 1.6) / 0.05) ** 2
+    )
+    grid = synthetic_grid(log_marginal, radius)
+    basin = RadiusMode(float(np.exp(0.6)), 1.0, float(np.exp(0.3)), float(np.exp(1.0)))
+    # the normal's sd, 0.05, over the cells' width: 1.25 cells
+    assert priors_module._cells_per_sd(grid, basin) == pytest.approx(1.25, abs=0.01)
+    whole = RadiusMode(float(np.exp(0.6)), 1.0, float(radius[0]), float(radius[-1]))
+    assert priors_module._cells_per_sd(grid, whole) > 2.0  # the far basin widens the whole
+
+
+@pytest.mark.parametrize(("cells", "cap_radius", "zooms"),
+                         [(1e9, True, True), (0.0, True, False), (1e9, False, False)])  # fmt: skip
+def test_a_coarse_start_basin_gets_its_radius_map_from_a_zoomed_grid(
+    monkeypatch, cells, cap_radius, zooms
+):
+    """Fewer than _MAP_CELLS fine cells per sd in the start's basin: one more grid pass over that
+    basin's mass range, with the fine grid's other axes, and the capped radius map built from its
+    marginal; never for an uncapped map (cap_radius=False)."""
+    from pymc_sle.inference import priors as priors_module
+    from pymc_sle.inference._transforms import QuantileLog
+
+    D, y = _line(n=30, seed=1)  # the start basin's mass range is narrower than the fine grid's
+    real, calls, grids = priors_module.grid_posterior, [], []
+
+    def recorded(*args, **kwargs):
+        calls.append(kwargs)
+        grids.append(real(*args, **kwargs))
+        return grids[-1]
+
+    monkeypatch.setattr(priors_module, "grid_posterior", recorded)
+    monkeypatch.setattr(priors_module, "_MAP_CELLS", cells)
+    with pm.Model() as model:
+        priors = sle_priors(D, np.arange(y.size), y, cap_radius=cap_radius)
+    assert len(calls) == (3 if zooms else 2)
+    radius = model.rvs_to_transforms[priors["radius"]]
+    if not zooms:
+        assert "zoomed" not in priors.scales["radius"]
+        return
+    fine, zoom = grids[1], grids[2]
+    basins = fine.radius_modes(min_mass=0.0, barrier=priors_module.BASIN_BARRIER)
+    home = priors_module._home(fine, basins)
+    # a light basin below the start's, which the zoom keeps, and none above: the cap is at the
+    # map's last knot
+    assert [b.high <= home.high for b in basins] == [True, True]
+    span = fine.mass_range("radius", priors_module._FINE_TAIL, basins)
+    np.testing.assert_allclose(calls[2]["radius"], np.geomspace(*span, fine.radius.size))
+    np.testing.assert_array_equal(zoom.ls, fine.ls)
+    assert zoom.radius[0] > fine.radius[0] and zoom.radius[-1] <= fine.radius[-1]
+    expected = QuantileLog.from_grid(np.log(zoom.radius), zoom.marginal("radius"), log_cap=np.inf)
+    np.testing.assert_allclose(radius._g.values, expected._g.values, rtol=1e-12)
+    assert priors.scales["radius"] == "capped quantile, zoomed"
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+
+
 # -- warnings for user radius priors in the degenerate regions ---------------------------------
 
 

@@ -78,6 +78,15 @@ _NOISE_AT_ZERO = 0.005
 #: than the marginal's bulk: from the 16 of the coarse grid (0.53 wide, wider than the bulk's
 #: sd of 0.17 on SAXS split 1) the map left sigma's ESS at 346.
 _FINE_NOISE = 96
+#: Cells of the fine grid per posterior sd of ``log radius`` in the start's basin below which the
+#: radius's quantile map is built from one more pass zoomed onto that basin (its mass range, as
+#: many radii as the fine grid). Between cell centres the map's density is linear, so its log has
+#: kinks a cell apart; on a posterior one cell wide, with a light shoulder in its tail, they left
+#: curvature 18 times the bulk's there (Teddy n = 400, split 1: 1.1 cells per sd, 67 % of the
+#: mass in one cell, 10.4 leapfrog steps per draw). Zoomed to 2.5 cells per sd it took 7.2 steps
+#: and doubled the ESS per gradient (``docs/hyperposterior.md``). Of the benchmarks' 18 splits,
+#: 7 have fewer than 2 cells per sd (0.7-1.9).
+_MAP_CELLS = 2.0
 #: Mass outside the start basin above which ``sle_priors`` warns.
 _UNREACHED_MASS = 0.01
 #: Dips of the radius marginal shallower than this (nats) do not separate basins: NUTS crosses
@@ -181,6 +190,11 @@ class _Search:
         Whether the radius is sampled on its quantile scale (:func:`_uses_maps`).
     noise_at_zero : bool
         Whether the noise reaches zero (:func:`_noise_reaches_zero`).
+    zoom : GridPosterior or None
+        Where the radius is on its quantile scale and the fine grid resolves the start's basin
+        with fewer than ``_MAP_CELLS`` cells per sd (:func:`_cells_per_sd`): the fine grid
+        again over the mass range of that basin and those below it (when narrower than the
+        fine grid's span), whose radius marginal the capped map is built from.
     """
 
     coarse: GridPosterior
@@ -188,11 +202,13 @@ class _Search:
     basins: list
     on_quantiles: bool
     noise_at_zero: bool
+    zoom: GridPosterior | None = None
 
 
-def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs) -> _Search:
-    """The grid search behind ``sle_priors`` (:class:`_Search`). A warning when basins other than
-    the one holding the grid's mode hold more than ``_UNREACHED_MASS``."""
+def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=True) -> _Search:
+    """The grid search behind ``sle_priors`` (:class:`_Search`; ``zoom=False``: never zoom, for
+    an uncapped map). A warning when basins other than the one holding the grid's mode hold
+    more than ``_UNREACHED_MASS``."""
     common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
     coarse = grid_posterior(distances, rows, y, **common, **_START_GRID)
     sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=BASIN_BARRIER)
@@ -208,6 +224,16 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs) -> _Search
     if sum(b.mass >= _UNREACHED_MASS for b in basins) > 1:  # the masses weigh sample_basins' pool
         grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_WEIGHING_SCALES)
         basins = _radius_basins(grid)
+    on_quantiles, zoomed = _uses_maps(grid), None
+    deep = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
+    start_basin = _home(grid, deep)
+    # what the capped map covers: the start's basin and the lighter ones below it
+    span = grid.mass_range("radius", _FINE_TAIL, [b for b in deep if b.high <= start_basin.high])
+    narrower = span != (grid.radius[0], grid.radius[-1])
+    if zoom and on_quantiles and narrower and _cells_per_sd(grid, start_basin) < _MAP_CELLS:
+        zoom_axes = {**axes, "radius": np.geomspace(*span, _FINE_GRID["n_radius"])}
+        zoomed = grid_posterior(distances, rows, y, **common, **zoom_axes,
+                                n_scale=_START_GRID["n_scale"])  # fmt: skip
     home = _home(grid, basins)
     if 1.0 - home.mass > _UNREACHED_MASS:
         others = ", ".join(
@@ -224,7 +250,17 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs) -> _Search
             UserWarning,
             stacklevel=3,
         )
-    return _Search(coarse, grid, _reported(basins), _uses_maps(grid), noise_at_zero)
+    return _Search(coarse, grid, _reported(basins), on_quantiles, noise_at_zero, zoomed)
+
+
+def _cells_per_sd(grid, basin: RadiusMode) -> float:
+    """The posterior sd of ``log radius`` within ``basin``, in the grid's radius cells."""
+    inside = (grid.radius >= basin.low) & (grid.radius <= basin.high)
+    p = np.where(inside, grid.marginal("radius"), 0.0)
+    p = p / p.sum()
+    log_radius = np.log(grid.radius)
+    sd = np.sqrt(max(float(p @ log_radius**2 - (p @ log_radius) ** 2), 0.0))
+    return sd / float(log_radius[1] - log_radius[0])
 
 
 def _home(grid, basins):
@@ -251,7 +287,7 @@ def _noise_map(grid, ridge: Ridge | None) -> QuantileLog:
     return QuantileLog.from_grid(*ridge.residual_marginal(), walls=("upper",))
 
 
-def _radius_map(coarse, grid, cap: bool) -> tuple[QuantileLog, float | None, float]:
+def _radius_map(coarse, grid, cap: bool, zoom=None) -> tuple[QuantileLog, float | None, float]:
     """The radius's quantile map from the fine grid's marginal, the radius's bound it makes
     (``None``: none) and the grid's posterior mass above that bound.
 
@@ -260,14 +296,17 @@ def _radius_map(coarse, grid, cap: bool) -> tuple[QuantileLog, float | None, flo
     (geometrically) between that basin's and the next basin's outermost cells, or at the map's
     last knot when there is no basin above (``QuantileLog``). The mass above the bound is the
     fine grid's there, plus the coarse grid's beyond both (light basins the fine grid does not
-    span). When that reaches ``MIN_BASIN_MASS``, the map is not capped."""
+    span). When that reaches ``MIN_BASIN_MASS``, the map is not capped. A capped map is built
+    from the ``zoom`` grid's marginal when there is one (the start's basin alone, finer)."""
     log_radius, marginal = np.log(grid.radius), grid.marginal("radius")
     if cap:
         basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
         home = _home(grid, basins)
         above = [b for b in basins if b.low > home.high]
         log_cut = 0.5 * float(np.log(home.high * above[0].low)) if above else np.inf
-        capped = QuantileLog.from_grid(log_radius, marginal, log_cap=log_cut)
+        mapped = grid if zoom is None else zoom
+        capped = QuantileLog.from_grid(np.log(mapped.radius), mapped.marginal("radius"),
+                                       log_cap=log_cut)  # fmt: skip
         bound = capped.bound
         beyond = float(coarse.marginal("radius")[coarse.radius > max(bound, grid.radius[-1])].sum())
         truncated = beyond + (1.0 - beyond) * float(marginal[grid.radius > bound].sum())
@@ -356,7 +395,11 @@ def sle_priors(
       within a grid cell of the small-radius wall, where trajectories would otherwise diverge;
       with ``cap_radius=True`` the map covers only the basin holding the grid's mode (and the
       lighter ones below it), and the radius is capped softly below the next basin up, and in
-      any case where ``u`` reaches 6, see ``cap_radius``;
+      any case where ``u`` reaches 6, see ``cap_radius``; where the fine grid resolves that
+      basin with fewer than 2 cells per posterior sd, the map comes from one more grid pass
+      zoomed onto it (``SLEPriors.scales``: ``"capped quantile, zoomed"``): a map from cells
+      wider than the posterior has kinks NUTS takes small steps for (Teddy n = 400, split 1:
+      10.4 leapfrog steps per draw; zoomed, 7.2 and twice the ESS per gradient);
     - ``ls`` is the deterministic ``exp(ridge(log radius)) * ls_rel``, with ``ridge`` the grid's
       mean of ``log ls`` given the radius and ``ls_rel | radius ~ LogNormal(mu - ridge, sigma)``.
       ``ls`` keeps exactly its ``LogNormal(mu, sigma)`` prior, independent of the radius; NUTS
@@ -387,7 +430,8 @@ def sle_priors(
     (instead of 16) for each of ``eta`` and ``sigma``. The two grids cost
     2,048 eigendecompositions of the ``n x n`` training Gram matrix: with one BLAS thread, about
     1 s at n = 50, 8 s at n = 200 and 40 s at n = 400 (plus a few seconds, once per process, to
-    compile the kernel); with several basins, a third pass costs 1,280 more. ``start="prior"``
+    compile the kernel); with several basins, or a zoomed radius map, a third pass costs 1,280
+    more. ``start="prior"``
     gives the first release's model: ``ls`` sampled directly, chains started at the prior
     medians, jittered; ``scale_ridges`` and ``cap_radius`` do not apply to it.
 
@@ -477,7 +521,7 @@ def sle_priors(
             }
         )
 
-    search = _search(distances, rows, y, landmarks, mass, inner, inner_kwargs)
+    search = _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=cap_radius)
     coarse, grid, found = search.coarse, search.grid, search.basins
     on_quantiles = search.on_quantiles
     # Across basins behind deep dips the quantile scale squeezes each dip into a short, deep
@@ -518,7 +562,7 @@ def sle_priors(
         if name not in ridges
     }
     log_radius = np.log(grid.radius)
-    radius_map, cap, truncated = _radius_map(coarse, grid, cap_radius and on_quantiles)
+    radius_map, cap, truncated = _radius_map(coarse, grid, cap_radius and on_quantiles, search.zoom)
     if cap is not None:
         found = [b for b in found if b.radius < cap]
         if truncated >= _UNREACHED_MASS / 10:
@@ -573,6 +617,8 @@ def _scales(search: _Search, ridges: dict[str, Ridge], cap: float | None) -> dic
         out = {"radius": "centred log"}
     else:
         out = {"radius": "quantile" if cap is None else "capped quantile"}
+        if search.zoom is not None and cap is not None:
+            out["radius"] += ", zoomed"
     for name in ("ls", "eta", "sigma"):
         own = "quantile" if name == "sigma" and search.noise_at_zero else None
         if name in ridges:
