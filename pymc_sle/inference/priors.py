@@ -79,13 +79,14 @@ _NOISE_AT_ZERO = 0.005
 #: sd of 0.17 on SAXS split 1) the map left sigma's ESS at 346.
 _FINE_NOISE = 96
 #: Cells of the fine grid per posterior sd of ``log radius`` in the start's basin below which the
-#: radius's quantile map is built from one more pass zoomed onto that basin (its mass range, as
-#: many radii as the fine grid). Between cell centres the map's density is linear, so its log has
-#: kinks a cell apart; on a posterior one cell wide, with a light shoulder in its tail, they left
-#: curvature 18 times the bulk's there (Teddy n = 400, split 1: 1.1 cells per sd, 67 % of the
-#: mass in one cell, 10.4 leapfrog steps per draw). Zoomed to 2.5 cells per sd it took 7.2 steps
-#: and doubled the ESS per gradient (``docs/hyperposterior.md``). Of the benchmarks' 18 splits,
-#: 7 have fewer than 2 cells per sd (0.7-1.9).
+#: radius's quantile map is built from one more pass zoomed onto that basin (the mass range of it
+#: and the lighter basins below it, as many radii as the fine grid). Between cell centres the
+#: map's density is linear, so its log has kinks a cell apart; on a posterior one cell wide, with
+#: a light shoulder in its tail, they left curvature 18 times the bulk's there (Teddy n = 400,
+#: split 1: 1.1 cells per sd, 67 % of the mass in one cell, 10.4 leapfrog steps per draw).
+#: Zoomed to 2.5 cells per sd it took 7.2 steps and doubled the ESS per gradient
+#: (``docs/hyperposterior.md``). Of the benchmarks' 18 splits, 7 have fewer than 2 cells per sd
+#: (0.4-1.9).
 _MAP_CELLS = 2.0
 #: Mass outside the start basin above which ``sle_priors`` warns.
 _UNREACHED_MASS = 0.01
@@ -297,7 +298,8 @@ def _radius_map(coarse, grid, cap: bool, zoom=None) -> tuple[QuantileLog, float 
     last knot when there is no basin above (``QuantileLog``). The mass above the bound is the
     fine grid's there, plus the coarse grid's beyond both (light basins the fine grid does not
     span). When that reaches ``MIN_BASIN_MASS``, the map is not capped. A capped map is built
-    from the ``zoom`` grid's marginal when there is one (the start's basin alone, finer)."""
+    from the ``zoom`` grid's marginal when there is one (finer, over the start's basin and those
+    below it)."""
     log_radius, marginal = np.log(grid.radius), grid.marginal("radius")
     if cap:
         basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
@@ -430,10 +432,10 @@ def sle_priors(
     (instead of 16) for each of ``eta`` and ``sigma``. The two grids cost
     2,048 eigendecompositions of the ``n x n`` training Gram matrix: with one BLAS thread, about
     1 s at n = 50, 8 s at n = 200 and 40 s at n = 400 (plus a few seconds, once per process, to
-    compile the kernel); with several basins, or a zoomed radius map, a third pass costs 1,280
-    more. ``start="prior"``
-    gives the first release's model: ``ls`` sampled directly, chains started at the prior
-    medians, jittered; ``scale_ridges`` and ``cap_radius`` do not apply to it.
+    compile the kernel); with several basins, and for a zoomed radius map, one more pass each
+    costs 1,280 more. ``start="prior"`` gives the first release's model: ``ls`` sampled
+    directly, chains started at the prior medians, jittered; ``scale_ridges`` and ``cap_radius``
+    do not apply to it.
 
     Parameters
     ----------
