@@ -903,7 +903,8 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "## What `sle_priors` decided per split",
         "",
         "The current default's scales (`SLEPriors.scales`): `capped quantile` is the radius's "
-        "quantile scale with its cap, `centred log` a log scale centred at the grid's mode "
+        "quantile scale with its cap (`, zoomed`: its map from one more grid pass over the "
+        "start's basin), `centred log` a log scale centred at the grid's mode "
         "(several basins), `ridge` / `floored ridge` a ratio to the grid's ridge given the "
         "radius, and `quantile` after it the noise's quantile scale (the noise reaches zero).",
         "",
