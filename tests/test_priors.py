@@ -323,6 +323,21 @@ def test_noise_reaches_zero_from_half_a_percent_below_a_tenth_of_its_median(low_
     assert priors_module._noise_reaches_zero(_noise_grid(low_mass)) is reaches
 
 
+def _record_grid_passes(monkeypatch) -> tuple[list[dict], list]:
+    """Make ``sle_priors``' grid passes record their keyword arguments and grids, in order."""
+    from pymc_sle.inference import priors as priors_module
+
+    real, calls, grids = priors_module.grid_posterior, [], []
+
+    def recorded(*args, **kwargs):
+        calls.append(kwargs)
+        grids.append(real(*args, **kwargs))
+        return grids[-1]
+
+    monkeypatch.setattr(priors_module, "grid_posterior", recorded)
+    return calls, grids
+
+
 @pytest.mark.parametrize("scale_ridges", [True, False])
 def test_noise_that_reaches_zero_is_sampled_on_its_quantile_scale_from_finer_cells(
     monkeypatch, scale_ridges
@@ -333,14 +348,7 @@ def test_noise_that_reaches_zero_is_sampled_on_its_quantile_scale_from_finer_cel
     from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
 
     D, y = _line()
-    real, calls, grids = priors_module.grid_posterior, [], []
-
-    def recorded(*args, **kwargs):
-        calls.append(kwargs)
-        grids.append(real(*args, **kwargs))
-        return grids[-1]
-
-    monkeypatch.setattr(priors_module, "grid_posterior", recorded)
+    calls, grids = _record_grid_passes(monkeypatch)
     monkeypatch.setattr(priors_module, "_noise_reaches_zero", lambda coarse: True)
     with pm.Model() as model:
         priors = sle_priors(D, np.arange(y.size), y, scale_ridges=scale_ridges)
@@ -396,14 +404,7 @@ def test_a_coarse_start_basin_gets_its_radius_map_from_a_zoomed_grid(
     from pymc_sle.inference._transforms import QuantileLog
 
     D, y = _line(n=30, seed=1)  # the start basin's mass range is narrower than the fine grid's
-    real, calls, grids = priors_module.grid_posterior, [], []
-
-    def recorded(*args, **kwargs):
-        calls.append(kwargs)
-        grids.append(real(*args, **kwargs))
-        return grids[-1]
-
-    monkeypatch.setattr(priors_module, "grid_posterior", recorded)
+    calls, grids = _record_grid_passes(monkeypatch)
     monkeypatch.setattr(priors_module, "_MAP_CELLS", cells)
     with pm.Model() as model:
         priors = sle_priors(D, np.arange(y.size), y, cap_radius=cap_radius)
