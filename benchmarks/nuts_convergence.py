@@ -223,7 +223,7 @@ def _identity(model_name: str, sampler: str) -> tuple[str, str, str]:
     return _sampled_as(model_name), _mass_matrix(model_name, sampler), rule
 
 
-def _is_current(entry: dict) -> bool:
+def is_current(entry: dict) -> bool:
     """A fit (or group of fits) of the current default: its sampled variables, mass matrix and
     basin rule."""
     return tuple(entry[k] for k in IDENTITY) == _identity(entry["model"], entry["sampler"])
@@ -691,7 +691,7 @@ def targets(summary: list[dict], n_splits: int, settings: NutsSettings = FULL_NU
     fvgp = _fvgp_min_ess_per_s()
     baselines = {s["benchmark"]: s for s in summary if s["model"] != "SLE"}
     for s in summary:
-        if s["model"] != "SLE" or not _is_current(s):
+        if s["model"] != "SLE" or not is_current(s):
             continue
         where = f"{s['benchmark']} / {s['sampler']}"
         complete = s["splits"] >= n_splits
@@ -718,7 +718,7 @@ def targets(summary: list[dict], n_splits: int, settings: NutsSettings = FULL_NU
                 status += f" ({s['splits']} of {n_splits} splits)"
             out.append({"where": where, "target": target, "value": value, "status": status,
                         "baseline": of_baseline, "reason": "-" if met else reason})  # fmt: skip
-    run = {s["benchmark"] for s in summary if s["model"] == "SLE" and _is_current(s)}
+    run = {s["benchmark"] for s in summary if s["model"] == "SLE" and is_current(s)}
     for name in BENCHMARKS:
         if name not in run:
             out.append({"where": name, "target": "every target", "value": "-",
@@ -770,7 +770,7 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
     payload = {"settings": settings.__dict__, "splits": n_splits, "summary": summary,
                "targets": checks}  # fmt: skip
     (out / f"{stem}.json").write_text(json.dumps(payload, indent=2, default=float) + "\n")
-    figure([s for s in summary if _is_current(s)], out / f"{stem}.png")
+    figure([s for s in summary if is_current(s)], out / f"{stem}.png")
     table = _table(
         ["benchmark", "model", "sampler", "mass matrix", "sampled as", "basin rule", "splits",
          "r̂ max",
@@ -803,7 +803,7 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
           f"{r['picp']:.3f}", f"{r['rmse']:.4g}"] for r in rows],
     )  # fmt: skip
     decided = {(r["benchmark"], int(r["split"])): r["scales"]
-               for r in rows if r["model"] == "SLE" and r["scales"] and _is_current(r)}  # fmt: skip
+               for r in rows if r["model"] == "SLE" and r["scales"] and is_current(r)}  # fmt: skip
     order = list(BENCHMARKS)
     decisions = _table(
         ["benchmark", "split", *(f"`{n}` sampled on" for n in ("radius", "ls", "eta", "sigma"))],
@@ -893,6 +893,11 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "## Targets (issue 14)",
         "",
         *target_table,
+        "",
+        "A split's PICP is one draw: its test values share one field, so their misses are "
+        "correlated. How often the model that generated the Teddy data would itself meet the "
+        "band on these splits, and how surprising each of SLE's Teddy misses would be for it: "
+        "[studies/picp_spread.md](studies/picp_spread.md).",
         "",
         "## Per benchmark",
         "",

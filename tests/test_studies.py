@@ -300,3 +300,39 @@ def test_radius_divergence_starts_reads_u_and_skips_pooled_basins():
     found = radius_divergence_starts(idata(["eta_log__", "radius_quantilelog__"]), model, priors)
     np.testing.assert_array_equal(found, [1.0, 11.0])
     assert radius_divergence_starts(idata(["eta_log__", "radius_chain__"]), model, priors) is None
+
+
+def test_picp_spread_quick(run_study, sphere):
+    out = run_study("picp_spread", "--mesh", sphere)
+    stats = json.loads((out / "picp_spread.json").read_text())
+    assert stats["settings"]["splits"] == 1 and stats["settings"]["draws"] == 200
+    for name in ("teddy_200", "teddy_400"):
+        result = stats[name]
+        assert result["n_test"] == 60 and result["n_train"] == 30
+        (split,) = result["splits"]
+        assert split["sle"] is None  # the committed benchmark has no fit at the quick size
+        assert 0.0 <= split["oracle"] <= 1.0
+        assert split["p_in_band"] + split["p_below"] + split["p_above"] == pytest.approx(1.0)
+        assert result["p_all_splits_in_band"] <= split["p_in_band"]
+        assert stats["p_all_in_band"] <= result["p_all_splits_in_band"]
+        # every test value falls in its exact 95 % interval with probability 0.95 under the
+        # generator, so the redraws' mean PICP is 0.95 up to Monte Carlo error
+        assert split["redraw_mean"] == pytest.approx(0.95, abs=0.01)
+
+
+def test_picp_spread_oracle_of_independent_values_is_the_prior():
+    """Under a diagonal covariance the training values say nothing about the test values: the
+    predictive is the prior, mean 0 and variance ``s**2 + noise**2``."""
+    from benchmarks.studies.picp_spread import oracle, picp, tail_probability
+
+    cov = 4.0 * np.eye(6)
+    weights, sd = oracle(cov, np.array([0, 2, 4]), np.array([1, 3, 5]), noise_sd=1.5)
+    np.testing.assert_allclose(weights, 0.0)
+    np.testing.assert_allclose(sd, np.sqrt(4.0 + 1.5**2))
+    half = 1.959964 * sd[0]
+    inside_outside = np.array([0.0, half * 0.999, half * 1.001])
+    assert picp(inside_outside, np.zeros(3), sd) == pytest.approx(2 / 3)
+    redraws = np.array([0.90, 0.93, 0.95, 0.99])
+    assert tail_probability(redraws, 0.91) == 0.25  # below the band: as little or less
+    assert tail_probability(redraws, 0.98) == 0.25  # above it: as much or more
+    assert np.isnan(tail_probability(redraws, 0.95))

@@ -49,12 +49,14 @@ from pymc_sle.spectral import laplace_beltrami
 TABLE_SIZES = (200, 300, 400)
 CURVE_SIZES = (50, 100, 600, 800)
 N_TEST = 400
+#: The generating field: a Matern GP draw on the mesh (`pymc_sle.datasets.matern_field`).
+FIELD = {"ls": 6.0, "nu": 2.5, "sd": 50.0, "noise_sd": 1.0}
 N_EIGENPAIRS = 1000
 NUTS_MODELS = ("SLE", "Geometric Matern")
 
 
 def problem(mesh_path, n_test: int = N_TEST, seed: int = 7) -> tuple[Problem, object]:
-    field = matern_field(mesh_path, ls=6.0, nu=2.5, sd=50.0, noise_sd=1.0, seed=seed)
+    field = matern_field(mesh_path, **FIELD, seed=seed)
     mesh = field.mesh
     D = geodesic(mesh.vertices, mesh.faces).values
     rng = np.random.default_rng(seed)
