@@ -57,54 +57,6 @@ def test_hermite_value_and_slope_are_continuous_at_knots_and_ends(hermite, x):
     assert value_and_slope(x)[1] == pytest.approx(numeric, abs=1e-5)
 
 
-def test_smooth_hermite_takes_the_cubic_splines_slopes_within_hymans_monotone_limit():
-    knots = -1.0 + 0.5 * np.arange(7)
-    gentle = np.tanh(knots) + knots  # the spline's slopes are within the limit
-    smooth = Hermite(-1.0, 0.5, gentle, smooth=True)
-    spline = interpolate.CubicSpline(knots, gentle)
-    np.testing.assert_allclose(smooth.slopes, spline.derivative()(knots), atol=1e-12)
-    inside = np.linspace(-0.99, 1.99, 41)  # so the interpolant is the spline
-    np.testing.assert_allclose(smooth.numpy(inside), spline(inside), atol=1e-12)
-    # a sharp bend: the spline overshoots (negative slopes and slopes above 3 secants), the
-    # limited slopes keep every cubic rising
-    bent = np.array([0.0, 0.01, 0.02, 1.0, 1.01, 1.02, 1.03])
-    overshooting = interpolate.CubicSpline(knots, bent).derivative()(knots)
-    assert overshooting.min() < 0
-    limited = Hermite(-1.0, 0.5, bent, smooth=True)
-    secants = np.diff(bent) / 0.5
-    assert np.all(limited.slopes >= 0)
-    assert np.all(limited.slopes[1:-1] <= 3 * np.minimum(secants[:-1], secants[1:]) + 1e-12)
-    assert np.all(np.diff(limited.numpy(np.linspace(-1.0, 2.0, 601))) >= 0)
-    with pytest.raises(ValueError, match="`smooth=True` needs non-decreasing `values`"):
-        Hermite(-1.0, 0.5, bent[::-1], smooth=True)
-
-
-def _log_density_gradient_jumps(g: Hermite, bound: float = 3.0) -> np.ndarray:
-    """Jumps of d/du log g'(u) (the quantile map's part of the sampled log density's gradient)
-    across g's knots within |u| <= ``bound``, by finite differences either side of each knot."""
-
-    def log_slope(u):
-        return np.log((g.numpy(u + 1e-7) - g.numpy(u - 1e-7)) / 2e-7)
-
-    def gradient(u):
-        return (log_slope(u + 1e-5) - log_slope(u - 1e-5)) / 2e-5
-
-    knots = g.start + g.step * np.arange(1, g.values.size - 1)
-    knots = knots[np.abs(knots) <= bound]
-    return np.abs(gradient(knots + 3e-5) - gradient(knots - 3e-5))
-
-
-def test_quantile_log_density_gradient_is_continuous_at_the_maps_knots():
-    """log g'(u) is part of the log density NUTS follows: with the spline's slopes its gradient
-    does not jump at g's knots; with PCHIP's slopes through the same knots it jumps by up to
-    about 11 on this marginal."""
-    log_axis = np.linspace(-1.5, 2.5, 48)
-    g = QuantileLog.from_grid(log_axis, _two_bumps(log_axis))._g
-    assert _log_density_gradient_jumps(g).max() < 0.01
-    pchip = Hermite(g.start, g.step, g.values, end_slopes=g.slopes[[0, -1]])
-    assert _log_density_gradient_jumps(pchip).max() > 5.0
-
-
 def _two_bumps(log_axis):
     """Cell probabilities of a marginal with a mode, a dip of about 2 nats and a second mode."""
     density = 0.7 * stats.norm.pdf(log_axis, 0.0, 0.3) + 0.3 * stats.norm.pdf(log_axis, 1.2, 0.2)
@@ -237,9 +189,7 @@ def test_capped_quantile_log_is_the_map_of_the_cells_below_the_cap(capped):
     below = QuantileLog.from_grid(log_axis, kept / kept.sum())
     assert transform._g.values == pytest.approx(below._g.values, abs=1e-12)
     assert below.u_cap is None
-    assert float(transform._g.numpy(transform.u_cap)) == pytest.approx(LOG_CAP, abs=1e-9)
-    # the approximate inverse puts the cap where g does
-    assert transform.u_cap == pytest.approx(float(below.to_unit(np.exp(LOG_CAP))), abs=2e-3)
+    assert transform.u_cap == pytest.approx(float(below.to_unit(np.exp(LOG_CAP))), abs=1e-12)
     # the map over every cell puts LOG_CAP at the 70 % quantile (u = 0.47), below the second
     # bump's 30 %; the capped map puts it near the top of its cells' mass
     uncapped = QuantileLog.from_grid(log_axis, p)
@@ -248,17 +198,14 @@ def test_capped_quantile_log_is_the_map_of_the_cells_below_the_cap(capped):
 
 
 def test_capped_quantile_log_stays_below_the_cap_and_follows_the_map_well_below_it(capped):
-    """x < exp(g(u_cap)) = exp(LOG_CAP) for every sampled value (x = the bound where the softplus
-    rounds to it); 3 units of u below the cap, the sampled value is u to within
-    tau * log(1 + e^-6) = 0.0012."""
+    """x < exp(g(u_cap)) ~ exp(LOG_CAP) for every sampled value; 3 units of u below the cap, the
+    sampled value is u to within tau * log(1 + e^-6) = 0.0012."""
     transform, _ = capped
     backward = _function(transform.backward)
     log_bound = float(transform._g.numpy(transform.u_cap))
-    assert log_bound == pytest.approx(LOG_CAP, abs=1e-9)
-    sampled = np.linspace(-7.0, 60.0, 135)
-    log_x = np.log([backward(v) for v in sampled])
-    assert np.all(log_x <= log_bound + 1e-12) and np.all(np.diff(log_x) >= 0)
-    assert np.all(log_x[sampled < transform.u_cap + 5.0] < log_bound)  # before it rounds
+    assert log_bound == pytest.approx(LOG_CAP, abs=2e-3)
+    log_x = np.log([backward(v) for v in np.linspace(-7.0, 60.0, 135)])
+    assert np.all(log_x < log_bound) and np.all(np.diff(log_x) >= 0)
     assert log_x[-1] == pytest.approx(log_bound, abs=1e-9)
     for v in np.linspace(-7.0, transform.u_cap - 3.0, 12):
         expected = float(transform._g.numpy(v))
@@ -280,7 +227,7 @@ def test_capped_quantile_log_forward_inverts_backward_and_jacobian_is_the_deriva
 
 def test_capped_quantile_log_validates_the_cap(capped):
     transform, log_axis = capped
-    with pytest.raises(ValueError, match=r"`x` must lie below the cap 1\.822, but got 2\.014"):
+    with pytest.raises(ValueError, match=r"`x` must lie below the cap 1\.819, but got 2\.014"):
         transform.to_sampled(np.array([1.0, np.exp(0.7)]))
     # an infinite cap is the map's last knot, u = 6
     at_last_knot = QuantileLog.from_grid(log_axis, _two_bumps(log_axis), log_cap=np.inf)

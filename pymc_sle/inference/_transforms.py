@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.transforms import Transform
-from scipy import interpolate, optimize, special, stats
+from scipy import interpolate, special, stats
 
 __all__ = ["CenteredLog", "QuantileLog", "Ridge"]
 
@@ -62,32 +62,16 @@ class CenteredLog(Transform):
 
 
 class Hermite:
-    r"""A monotone-preserving cubic through ``(start + k * step, values[k])``, continued by
-    straight lines with the end slopes: continuous with a continuous first derivative
-    everywhere. Calling it on a tensor gives the value and the derivative. ``end_slopes``
-    replaces the slopes at the first and last knot (and so of the lines).
+    r"""A monotone-preserving cubic through ``(start + k * step, values[k])`` (SciPy's PCHIP
+    slopes), continued by straight lines with the end slopes: continuous with a continuous first
+    derivative everywhere. Calling it on a tensor gives the value and the derivative.
+    ``end_slopes`` replaces the slopes at the first and last knot (and so of the lines)."""
 
-    The slopes at the knots are SciPy's PCHIP ones, or with ``smooth=True`` (non-decreasing
-    values only) those of the cubic spline through the knots, which also has a continuous second
-    derivative, limited to Hyman's monotone range
-    :math:`0 \le m_k \le 3 \min(\delta_{k-1}, \delta_k)` (:math:`\delta` the secants); the
-    second derivative jumps only at knots where the limit binds. PCHIP's slopes make it jump at
-    every knot.
-    """
-
-    def __init__(self, start: float, step: float, values, end_slopes=None, smooth: bool = False):
+    def __init__(self, start: float, step: float, values, end_slopes=None):
         self.start, self.step = float(start), float(step)
         self.values = np.asarray(values, dtype=float)
         knots = self.start + self.step * np.arange(self.values.size)
-        if smooth:
-            secants = np.diff(self.values) / self.step
-            if not np.all(secants >= 0):
-                raise ValueError(f"`smooth=True` needs non-decreasing `values`, but got {values!r}")
-            spline = interpolate.CubicSpline(knots, self.values).derivative()(knots)
-            limit = 3.0 * np.minimum(np.append(secants, np.inf), np.insert(secants, 0, np.inf))
-            self.slopes = np.clip(spline, 0.0, limit)
-        else:
-            self.slopes = interpolate.PchipInterpolator(knots, self.values).derivative()(knots)
+        self.slopes = interpolate.PchipInterpolator(knots, self.values).derivative()(knots)
         if end_slopes is not None:
             self.slopes[[0, -1]] = end_slopes
 
@@ -128,20 +112,6 @@ class Hermite:
         return np.where(x < knots[0], below, np.where(x > knots[-1], above, inside))[()]
 
 
-def _solve(g: Hermite, value: float) -> float:
-    """The ``u <= QuantileLog._U_MAX`` where the increasing ``g`` reaches ``value`` (the cap on
-    ``u``): ``g(u) = value``, or the last knot if ``g`` stays below ``value`` up to there."""
-    top = QuantileLog._U_MAX
-    if g.numpy(top) <= value:
-        return top
-    low = top - 1.0
-    for _ in range(64):  # g's lower line rises, so it falls below any value some way down
-        if g.numpy(low) <= value:
-            return float(optimize.brentq(lambda u: g.numpy(u) - value, low, top, xtol=1e-12))
-        low = top - 2.0 * (top - low)
-    raise ValueError(f"the map stays above log x = {value!r} down to u = {low:.3g}")
-
-
 class QuantileLog(Transform):
     r"""Sample a positive variable :math:`x` as :math:`u` with :math:`\log x = g(u)`, where
     :math:`g = F^{-1} \circ \Phi` maps a standard normal onto a target density :math:`q` of
@@ -172,12 +142,7 @@ class QuantileLog(Transform):
 
     :math:`g` and its inverse are :class:`Hermite` interpolants of the tabulated quantile
     function, on evenly spaced :math:`u` and (eight times finer) :math:`\log x` respectively;
-    they agree at the knots (the inverse is used only to place initial values). :math:`g` takes
-    the cubic spline's slopes (``smooth=True``), so :math:`g''` is continuous wherever the
-    monotone limit does not bind: the log density NUTS follows contains :math:`\log g'(u)`, and
-    a jump of :math:`g''/g'` at a knot is a jump of its gradient. With PCHIP's slopes those
-    jumps reached 12 (Teddy, n = 400) and 7.9 (the 1-D benchmark) within :math:`|u| \le 3`,
-    where a standard normal's gradient is at most 3.
+    they agree at the knots (the inverse is used only to place initial values).
 
     **Cap.** ``from_grid(..., log_cap=c)`` builds :math:`q` from the grid's cells at or below
     :math:`c` only and bounds :math:`x` by :attr:`bound`, :math:`e^{g(u_c)}`: NUTS samples
@@ -261,16 +226,14 @@ class QuantileLog(Transform):
         # End lines along the end intervals' secants: PCHIP's end slopes can be 0 where the map
         # bends sharply (at the wall), which would make g flat beyond its knots.
         secants = np.diff(values)[[0, -1]] / h
-        backward = Hermite(u_knots[0], h, values, end_slopes=secants, smooth=True)
+        backward = Hermite(u_knots[0], h, values, end_slopes=secants)
         # Finer knots for the inverse: below the wall, log x changes little over many units of u.
         # Its lines beyond the ends are exactly the inverses of g's.
-        # They invert g itself, tabulated finely: g's cubics, not the table g interpolates.
         x_knots = np.linspace(backward.values[0], backward.values[-1], 8 * n_knots - 1)
-        u_fine = np.linspace(-cls._U_MAX, cls._U_MAX, 200 * n_knots + 1)
-        forward = Hermite(x_knots[0], x_knots[1] - x_knots[0],
-                          np.interp(x_knots, backward.numpy(u_fine), u_fine),
+        forward = Hermite(x_knots[0], x_knots[1] - x_knots[0], np.interp(x_knots, x, u),
                           end_slopes=1.0 / backward.slopes[[0, -1]])  # fmt: skip
-        return cls(backward, forward, None if log_cap is None else _solve(backward, log_cap))
+        u_cap = None if log_cap is None else min(float(forward.numpy(log_cap)), cls._U_MAX)
+        return cls(backward, forward, u_cap)
 
     def _uncapped(self, v):
         r""":math:`u` of the sampled value :math:`v` and :math:`\log(du/dv)`."""
