@@ -86,6 +86,8 @@ def test_uneven_axes_weigh_cells_by_their_width():
         ({"radius": [0.0, 1.0]}, r"`radius` must be a 1-D array of at least 2 positive"),
         ({"sigma": [[0.1, 0.2]]}, r"`sigma` must be a 1-D array of at least 2 positive"),
         ({"sigma": [0.2, 0.1]}, r"`sigma` must be strictly increasing"),
+        ({"eta": [0.1, np.inf]}, r"`eta` must be a 1-D array of at least 2 positive finite"),
+        ({"eta": [0.2, 0.2]}, r"`eta` must be strictly increasing"),
     ],
 )
 def test_invalid_grid_arguments_are_named(data, kwargs, message):
@@ -132,15 +134,22 @@ def test_mass_range_holds_all_but_the_tail_and_one_cell_more(data):
     assert grid.mass_range("radius", tail=0.2, basins=[lower_half])[1] <= axis[6]
 
 
-def test_an_explicit_noise_axis_replaces_the_default_one_and_eta_keeps_n_scale(data):
-    """The default noise axis passed explicitly gives the same grid; a finer one refines the
-    noise only: every tenth of its cells is a cell of the default grid."""
+@pytest.mark.parametrize("name, axis", [("eta", 2), ("sigma", 3)])
+def test_an_explicit_scale_axis_replaces_the_default_one_and_the_other_keeps_n_scale(
+    data, name, axis
+):
+    """The default axis passed explicitly gives the same grid; a finer one refines that scale
+    only: every tenth of its cells is a cell of the default grid."""
     D, y = data
     rows, common = np.arange(y.size), dict(n_radius=3, n_ls=4, n_scale=5)
     default = grid_posterior(D, rows, y, **common)
-    same = grid_posterior(D, rows, y, **common, sigma=default.sigma)
+    same = grid_posterior(D, rows, y, **common, **{name: getattr(default, name)})
     np.testing.assert_array_equal(same.log_density, default.log_density)
-    fine = grid_posterior(D, rows, y, **common,
-                          sigma=np.geomspace(default.sigma[0], default.sigma[-1], 41))  # fmt: skip
-    assert fine.log_density.shape == (3, 4, 5, 41) and fine.eta.size == 5
-    np.testing.assert_array_equal(fine.log_density[..., ::10], default.log_density)
+    values = getattr(default, name)
+    fine = grid_posterior(D, rows, y, **common, **{name: np.geomspace(values[0], values[-1], 41)})
+    shape = [3, 4, 5, 5]
+    shape[axis] = 41
+    assert fine.log_density.shape == tuple(shape)
+    every_tenth = [slice(None)] * 4
+    every_tenth[axis] = slice(None, None, 10)
+    np.testing.assert_array_equal(fine.log_density[tuple(every_tenth)], default.log_density)

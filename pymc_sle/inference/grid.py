@@ -244,6 +244,7 @@ def grid_posterior(
     width: float = 3.3,
     radius=None,
     ls=None,
+    eta=None,
     sigma=None,
 ) -> GridPosterior:
     r"""The posterior of the :func:`~pymc_sle.inference.priors.sle_priors` SLE model on a grid.
@@ -266,10 +267,10 @@ def grid_posterior(
         Grid sizes of the radius, the length scale, and each of ``eta`` and ``sigma``.
     width : float, default 3.3
         Half-width of the radius and length-scale axes in prior standard deviations.
-    radius, ls, sigma : array_like of float, optional
-        Explicit, increasing, positive axes instead of the default ones (e.g. a finer radius
-        grid around the modes a coarse pass found); ``n_radius`` / ``n_ls`` are then ignored,
-        and ``n_scale`` sizes ``eta`` only. Marginals weigh cells by their widths; the ridges
+    radius, ls, eta, sigma : array_like of float, optional
+        Explicit, increasing, positive axes instead of the default ones (e.g. a finer grid
+        around the posterior mass a coarse pass found); ``n_radius`` / ``n_ls`` are then
+        ignored, and ``n_scale`` sizes whichever of ``eta`` and ``sigma`` is not given. Marginals weigh cells by their widths; the ridges
         and quantile maps ``sle_priors`` reads off a grid need axes evenly spaced in the log, as
         the default ones are.
 
@@ -306,11 +307,11 @@ def grid_posterior(
     )
     ls = _log_normal_axis(ls_prior, n_ls, width) if ls is None else _explicit_axis("ls", ls)
     n_radius, n_ls = radius.size, ls.size
-    eta = np.geomspace(1e-3 * scale, 3.0 * scale, n_scale)
-    sigma = (
+    eta, sigma = (
         np.geomspace(1e-3 * scale, 3.0 * scale, n_scale)
-        if sigma is None
-        else _explicit_axis("sigma", sigma)
+        if axis is None
+        else _explicit_axis(name, axis)
+        for name, axis in (("eta", eta), ("sigma", sigma))
     )
 
     def log_normal_of_log(values, params):  # density of log(value): Normal(mu, sigma)
