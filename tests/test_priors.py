@@ -231,13 +231,23 @@ def _bumps_grid(radius, masses, centres):
     return synthetic_grid(np.log(density + 1e-300), radius)
 
 
+def _search_of(coarse, fine):
+    """What ``sle_priors``' grid search would carry for these grids (no zoom)."""
+    from pymc_sle.inference import priors as priors_module
+
+    deep = fine.radius_modes(min_mass=0.0, barrier=priors_module.BASIN_BARRIER)
+    return priors_module._Search(
+        coarse, fine, [], True, False, deep, priors_module._home(fine, deep)
+    )
+
+
 @pytest.mark.parametrize(("masses", "capped"), [((0.998, 0.002), True), ((0.994, 0.006), False)])
 def test_radius_cap_lies_before_a_light_basin_above_the_start_and_counts_its_mass(masses, capped):
     from pymc_sle.inference import priors as priors_module
 
     radius = np.geomspace(1.0, 100.0, 81)
     grid = _bumps_grid(radius, masses, (1.0, 3.0))
-    radius_map, cap, truncated = priors_module._radius_map(grid, grid, cap=True)
+    radius_map, cap, truncated = priors_module._radius_map(_search_of(grid, grid), cap=True)
     if not capped:  # 0.6 % above: sample_basins samples it, the cap would cut it off
         assert (radius_map.u_cap, cap, truncated) == (None, None, 0.0)
         return
@@ -246,7 +256,7 @@ def test_radius_cap_lies_before_a_light_basin_above_the_start_and_counts_its_mas
     assert cap == pytest.approx(np.sqrt(home.high * above.low), rel=1e-3)  # the map's inverse
     assert np.exp(1.5) < cap < np.exp(2.5)
     assert truncated == pytest.approx(masses[1], rel=1e-3)
-    assert priors_module._radius_map(grid, grid, cap=False)[1:] == (None, 0.0)
+    assert priors_module._radius_map(_search_of(grid, grid), cap=False)[1:] == (None, 0.0)
 
 
 def test_radius_cap_without_a_basin_above_is_at_the_maps_last_knot():
@@ -256,7 +266,7 @@ def test_radius_cap_without_a_basin_above_is_at_the_maps_last_knot():
 
     coarse = _bumps_grid(np.geomspace(1.0, 1000.0, 64), (0.997, 0.003), (1.0, 5.0))
     fine = _bumps_grid(np.geomspace(1.0, 20.0, 32), (1.0,), (1.0,))  # spans the start's basin
-    radius_map, cap, truncated = priors_module._radius_map(coarse, fine, cap=True)
+    radius_map, cap, truncated = priors_module._radius_map(_search_of(coarse, fine), cap=True)
     assert radius_map.u_cap == 6.0
     assert cap == pytest.approx(np.exp(radius_map._g.numpy(6.0)))
     # the map's tail: the widening normal (twice the bump's sd of 0.1) reaches log r ~ 2.1 at u = 6

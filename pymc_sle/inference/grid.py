@@ -270,9 +270,13 @@ def grid_posterior(
     radius, ls, eta, sigma : array_like of float, optional
         Explicit, increasing, positive axes instead of the default ones (e.g. a finer grid
         around the posterior mass a coarse pass found); ``n_radius`` / ``n_ls`` are then
-        ignored, and ``n_scale`` sizes whichever of ``eta`` and ``sigma`` is not given. Marginals weigh cells by their widths; the ridges
-        and quantile maps ``sle_priors`` reads off a grid need axes evenly spaced in the log, as
-        the default ones are.
+        ignored, and ``n_scale`` sizes whichever of ``eta`` and ``sigma`` is not given.
+        Marginals weigh cells by their widths; the ridges and quantile maps ``sle_priors`` reads
+        off a grid need axes evenly spaced in the log, as the default ones are. The default
+        scale axes are ``n_scale`` cells over a span of 3,000, so cells are wide (0.53 in the log
+        for 16): where a posterior of ``eta`` or ``sigma`` is narrower than a cell, its
+        marginals sum over one or two cells, and finer explicit axes over its mass
+        (:meth:`GridPosterior.mass_range`) resolve it.
 
     Returns
     -------

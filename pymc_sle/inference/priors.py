@@ -191,6 +191,11 @@ class _Search:
         Whether the radius is sampled on its quantile scale (:func:`_uses_maps`).
     noise_at_zero : bool
         Whether the noise reaches zero (:func:`_noise_reaches_zero`).
+    deep : list of RadiusMode
+        The fine grid's radius basins behind dips deeper than ``BASIN_BARRIER`` nats, in radius
+        order, whatever their mass.
+    start : RadiusMode
+        The one of ``deep`` holding the fine grid's mode, where chains start (:func:`_home`).
     zoom : GridPosterior or None
         Where the radius is on its quantile scale and the fine grid resolves the start's basin
         with fewer than ``_MAP_CELLS`` cells per sd (:func:`_cells_per_sd`): the fine grid
@@ -203,6 +208,8 @@ class _Search:
     basins: list
     on_quantiles: bool
     noise_at_zero: bool
+    deep: list
+    start: RadiusMode
     zoom: GridPosterior | None = None
 
 
@@ -251,7 +258,8 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=True)
             UserWarning,
             stacklevel=3,
         )
-    return _Search(coarse, grid, _reported(basins), on_quantiles, noise_at_zero, zoomed)
+    return _Search(coarse, grid, _reported(basins), on_quantiles, noise_at_zero, deep, start_basin,
+                   zoomed)  # fmt: skip
 
 
 def _cells_per_sd(grid, basin: RadiusMode) -> float:
@@ -288,7 +296,7 @@ def _noise_map(grid, ridge: Ridge | None) -> QuantileLog:
     return QuantileLog.from_grid(*ridge.residual_marginal(), walls=("upper",))
 
 
-def _radius_map(coarse, grid, cap: bool, zoom=None) -> tuple[QuantileLog, float | None, float]:
+def _radius_map(search: _Search, cap: bool) -> tuple[QuantileLog, float | None, float]:
     """The radius's quantile map from the fine grid's marginal, the radius's bound it makes
     (``None``: none) and the grid's posterior mass above that bound.
 
@@ -300,13 +308,12 @@ def _radius_map(coarse, grid, cap: bool, zoom=None) -> tuple[QuantileLog, float 
     span). When that reaches ``MIN_BASIN_MASS``, the map is not capped. A capped map is built
     from the ``zoom`` grid's marginal when there is one (finer, over the start's basin and those
     below it)."""
+    coarse, grid, home = search.coarse, search.grid, search.start
     log_radius, marginal = np.log(grid.radius), grid.marginal("radius")
     if cap:
-        basins = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
-        home = _home(grid, basins)
-        above = [b for b in basins if b.low > home.high]
+        above = [b for b in search.deep if b.low > home.high]
         log_cut = 0.5 * float(np.log(home.high * above[0].low)) if above else np.inf
-        mapped = grid if zoom is None else zoom
+        mapped = grid if search.zoom is None else search.zoom
         capped = QuantileLog.from_grid(np.log(mapped.radius), mapped.marginal("radius"),
                                        log_cap=log_cut)  # fmt: skip
         bound = capped.bound
@@ -564,7 +571,7 @@ def sle_priors(
         if name not in ridges
     }
     log_radius = np.log(grid.radius)
-    radius_map, cap, truncated = _radius_map(coarse, grid, cap_radius and on_quantiles, search.zoom)
+    radius_map, cap, truncated = _radius_map(search, cap_radius and on_quantiles)
     if cap is not None:
         found = [b for b in found if b.radius < cap]
         if truncated >= _UNREACHED_MASS / 10:
