@@ -264,16 +264,24 @@ def _one_d(quick: bool, args) -> Benchmark:
     return Benchmark("one_d", "1-D", one_d.problem(), "euclidean", size, "matern32", baseline)
 
 
+def teddy_benchmark(size: int, problem, quick: bool) -> Benchmark:
+    """The Teddy benchmark with ``size`` training vertices on a built ``teddy.problem`` (30 with
+    ``quick``): the sizes share one problem, its geodesics and eigenpairs."""
+    from benchmarks.paper import teddy
+
+    baseline = selected(teddy.specs(), ["Geometric Matern"])[0]
+    n = 30 if quick else size
+    return Benchmark(
+        f"teddy_{size}", f"Teddy, n = {size}", problem, "geodesic", n, "matern52", baseline
+    )
+
+
 def _teddy(size: int) -> Callable:
     def make(quick: bool, args) -> Benchmark:
         from benchmarks.paper import teddy
 
         problem, _ = teddy.problem(args.mesh, n_test=60 if quick else teddy.N_TEST)
-        baseline = selected(teddy.specs(), ["Geometric Matern"])[0]
-        n = 30 if quick else size
-        return Benchmark(
-            f"teddy_{size}", f"Teddy, n = {size}", problem, "geodesic", n, "matern52", baseline
-        )
+        return teddy_benchmark(size, problem, quick)
 
     return make
 
