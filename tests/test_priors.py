@@ -221,6 +221,43 @@ def test_sle_priors_warns_when_the_start_basin_misses_mass(monkeypatch):
         assert basin.start["radius"] == pytest.approx(basin.radius)
 
 
+@pytest.mark.parametrize(("min_basin_mass", "weighs"), [(0.3, True), (0.5, False)])
+def test_several_sampled_basins_are_weighed_on_scale_cells_over_their_mass(
+    monkeypatch, min_basin_mass, weighs
+):
+    """Where more than one basin holds MIN_BASIN_MASS (what sample_basins samples), one more pass
+    of the fine grid with WEIGHING_SCALES cells of eta and sigma over the coarse grid's mass
+    range; the basins' masses come from it."""
+    from pymc_sle.inference import grid as grid_module
+    from pymc_sle.inference import priors as priors_module
+
+    D, y = _line()
+    monkeypatch.setattr(
+        priors_module, "grid_posterior", two_basin_grids(grid_module.grid_posterior)
+    )
+    monkeypatch.setattr(priors_module, "_noise_reaches_zero", lambda coarse: False)
+    monkeypatch.setattr(priors_module, "MIN_BASIN_MASS", min_basin_mass)
+    calls, grids = _record_grid_passes(monkeypatch)
+    with pm.Model(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # several basins: tested above
+        priors = sle_priors(D, np.arange(y.size), y)
+    assert len(calls) == (3 if weighs else 2)
+    if not weighs:
+        assert "eta" not in calls[1]
+        return
+    coarse, fine, weighing = grids
+    sampled = coarse.radius_modes(min_mass=priors_module._UNREACHED_MASS,
+                                  barrier=priors_module.BASIN_BARRIER)  # fmt: skip
+    for name in ("eta", "sigma"):
+        expected = np.geomspace(*coarse.mass_range(name, priors_module._FINE_TAIL, sampled),
+                                priors_module.WEIGHING_SCALES)  # fmt: skip
+        np.testing.assert_allclose(calls[2][name], expected)
+        assert getattr(weighing, name).size == priors_module.WEIGHING_SCALES
+    np.testing.assert_array_equal(weighing.radius, fine.radius)
+    np.testing.assert_array_equal(weighing.ls, fine.ls)
+    assert [round(b.mass, 2) for b in priors.basins] == [0.6, 0.4]
+
+
 def _bumps_grid(radius, masses, centres):
     """A synthetic grid whose radius marginal has narrow bumps of ``masses`` at ``centres``
     (log radius), behind dips far deeper than ``BASIN_BARRIER``."""

@@ -56,12 +56,17 @@ _FINE_GRID = {"n_radius": 32, "n_ls": 40}
 #: would spread the fine radii too thin (on Teddy a 0.2 % basin at radius 50 left 4 fine cells
 #: for the posterior's bulk near 22).
 _FINE_TAIL = 1e-4
-#: Cells of each of eta and sigma on the grid that weighs several basins. Their posteriors are
-#: narrow (sd of log eta 0.16 on the strings' split 2), and 16 cells over [1e-3, 3] * std(y) are
-#: 0.53 wide. There the ridge basin got 13.6 % of the mass with 16 cells, 19.3 % with 64, and
-#: 18.8 % with 128 radii x 128 length scales x 32 x 32; 96 radii or 96 length scales with 16
-#: scale cells still gave 13.6-13.8 %. One more pass of the fine grid, only with several basins.
-_WEIGHING_SCALES = 64
+#: Cells of each of eta and sigma on the grid that weighs several basins, over the coarse grid's
+#: mass range of each (where the noise reaches zero it keeps its 96 cells over the whole range).
+#: Their posteriors are narrow, and the fine grid's 16 cells over [1e-3, 3] * std(y) are 0.53 wide
+#: in the log: its sum over ``eta`` sees one or two cells. The strings' split 2 (sd of log eta
+#: 0.16): the ridge basin holds 13.6 % with those 16 cells, 19.3 % with 64 over the same span, 19.26
+#: % with 48 over the mass range, 18.8 % with 128 radii x 128 length scales x 32 x 32. SAXS split 0
+#: (sd 0.11; 0.057 on the 16 cells): its shoulder holds 0.70 % with 16 cells, 1.81 % with 48 over
+#: the mass range, 1.86 % with 128; split 2's light basin 1.97 % with 64 over the span, 1.65 % with
+#: 48, 1.60 % with 128. One more pass of the fine grid, where ``sample_basins`` samples more than
+#: one basin by default (``MIN_BASIN_MASS``); the maps are read off it too.
+WEIGHING_SCALES = 48
 #: The noise *reaches zero* when the coarse grid's marginal of ``sigma`` puts at least this much
 #: mass below a tenth of its median: the GP can interpolate the data, the likelihood stays finite
 #: as ``sigma`` goes to 0, and the marginal of ``log sigma`` has a tail that falls only like
@@ -229,8 +234,13 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=True)
         axes["sigma"] = np.geomspace(coarse.sigma[0], coarse.sigma[-1], _FINE_NOISE)
     grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_START_GRID["n_scale"])
     basins = _radius_basins(grid)
-    if sum(b.mass >= _UNREACHED_MASS for b in basins) > 1:  # the masses weigh sample_basins' pool
-        grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_WEIGHING_SCALES)
+    if sum(b.mass >= MIN_BASIN_MASS for b in basins) > 1:  # the masses weigh sample_basins' pool
+        scales = {
+            name: np.geomspace(*coarse.mass_range(name, _FINE_TAIL, sampled), WEIGHING_SCALES)
+            for name in ("eta", "sigma")
+        }
+        axes = scales | axes  # the noise's _FINE_NOISE cells stay where it reaches zero
+        grid = grid_posterior(distances, rows, y, **common, **axes)
         basins = _radius_basins(grid)
     on_quantiles, zoomed = _uses_maps(grid), None
     deep = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
@@ -541,7 +551,7 @@ def sle_priors(
     # on the strings' split 2 (nutpie, seed 1) that took the two basins' chains from 2
     # divergences to 0. A quantile scale per basin instead of the centred log gave 218. The
     # basins, their masses and starts come from the fine grid (with finer eta and sigma cells to
-    # weigh them: _WEIGHING_SCALES).
+    # weigh them: WEIGHING_SCALES).
     followed = _ON_RIDGES if scale_ridges and on_quantiles else ("ls",)
     ridges = {name: Ridge(grid, name, floored=name != "ls") for name in followed}
     centre = grid if on_quantiles else coarse
