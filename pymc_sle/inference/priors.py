@@ -189,7 +189,9 @@ class _Search:
     coarse, grid : GridPosterior
         The coarse grid posterior over the priors' ranges, and the fine one over where the coarse
         one puts all but ``_FINE_TAIL`` of the mass of its basins holding ``_UNREACHED_MASS``
-        (with ``_FINE_NOISE`` noise cells when ``noise_at_zero``).
+        (with ``_FINE_NOISE`` noise cells when ``noise_at_zero``, and ``WEIGHING_SCALES`` cells
+        of ``eta`` and ``sigma`` over their mass where more than one basin holds
+        ``MIN_BASIN_MASS``).
     basins : list of RadiusMode
         The fine grid's radius basins and shoulders (:func:`_radius_basins`), highest mass first.
     on_quantiles : bool
