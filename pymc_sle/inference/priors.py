@@ -227,20 +227,19 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=True)
     common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
     coarse = grid_posterior(distances, rows, y, **common, **_START_GRID)
     sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=BASIN_BARRIER)
-    axes = {
-        name: np.geomspace(*coarse.mass_range(name, _FINE_TAIL, sampled), _FINE_GRID[f"n_{name}"])
-        for name in ("radius", "ls")
-    }
+
+    def over_mass(name: str, cells: int) -> np.ndarray:
+        """An axis of ``cells`` over the coarse grid's mass range of ``name`` in ``sampled``."""
+        return np.geomspace(*coarse.mass_range(name, _FINE_TAIL, sampled), cells)
+
+    axes = {name: over_mass(name, _FINE_GRID[f"n_{name}"]) for name in ("radius", "ls")}
     noise_at_zero = _noise_reaches_zero(coarse)
     if noise_at_zero:
         axes["sigma"] = np.geomspace(coarse.sigma[0], coarse.sigma[-1], _FINE_NOISE)
     grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_START_GRID["n_scale"])
     basins = _radius_basins(grid)
     if sum(b.mass >= MIN_BASIN_MASS for b in basins) > 1:  # the masses weigh sample_basins' pool
-        scales = {
-            name: np.geomspace(*coarse.mass_range(name, _FINE_TAIL, sampled), WEIGHING_SCALES)
-            for name in ("eta", "sigma")
-        }
+        scales = {name: over_mass(name, WEIGHING_SCALES) for name in ("eta", "sigma")}
         axes = scales | axes  # the noise's _FINE_NOISE cells stay where it reaches zero
         grid = grid_posterior(distances, rows, y, **common, **axes)
         basins = _radius_basins(grid)
