@@ -11,6 +11,11 @@ non-zero. This compares the log-likelihood + gradient of that model at ~4 % fill
 - ``sle_bounded``: the radius ~ Uniform(r/2, r_max) with the pattern known in advance (the
   static sparse path).
 
+And above the threshold, at ``DENSE_FILL`` (35 %) and ``DENSE_N`` = 400, where ``auto`` takes the
+dense products (on Teddy at n = 400 the embedding is 30-75 % non-zero at the posterior's radii,
+so every evaluation there takes them): ``sle_auto_dense_fill`` against ``sle_dense_dense_fill``,
+what looking for a pattern costs when there is none to use (it should cost next to nothing).
+
 Same data as ``benchmarks/performance.py`` (N uniform points in the unit square, Euclidean
 distances). The radius is evaluated at the value that puts 4 % of the distances inside the
 bump. All models are timed in interleaved rounds within one run, one BLAS thread, so the
@@ -43,15 +48,22 @@ from pymc_sle.baselines import DistanceCovariance
 from pymc_sle.kernels import SPARSE_FILL_THRESHOLD
 
 FILL = 0.04
+DENSE_FILL = 0.35
+DENSE_N = 400
 TARGET = 1.3
 KINDS = ("fast_matern", "sle_auto", "sle_dense", "sle_bounded")
+#: ``(name, kind, fill)`` of the models timed above the sparse threshold.
+DENSE_KINDS = (
+    ("sle_auto_dense_fill", "sle_auto", DENSE_FILL),
+    ("sle_dense_dense_fill", "sle_dense", DENSE_FILL),
+)
 BACKENDS = {"C": "FAST_RUN", "NUMBA": "NUMBA", "JAX": "JAX"}
 
 
-def build_model(kind: str, D: np.ndarray, y: np.ndarray) -> pm.Model:
+def build_model(kind: str, D: np.ndarray, y: np.ndarray, fill: float = FILL) -> pm.Model:
     """``kind``'s model; every free variable's initial point is its prior median, so the SLE
-    radius is evaluated at the 4 %-fill value."""
-    r_fill = radius_for_fill(D, FILL)
+    radius is evaluated at the value that puts ``fill`` of the distances inside the bump."""
+    r_fill = radius_for_fill(D, fill)
     X = np.arange(len(y))[:, None]
     with pm.Model() as model:
         ls = pm.LogNormal("ls", 0.0, 1.0)
@@ -83,19 +95,26 @@ def interleaved_ms(functions: dict, rounds: int, statistic=np.median) -> dict[st
     return {name: 1e3 * float(statistic(t)) for name, t in times.items()}
 
 
-def measure(n: int, backends: dict, rounds: int) -> list[dict]:
+def measure(n: int, dense_n: int, backends: dict, rounds: int) -> list[dict]:
     D, y = problem(n)
+    D_dense, y_dense = problem(dense_n)
     rows = []
     for backend, mode in backends.items():
-        functions = {kind: compile_value_and_grad(build_model(kind, D, y), mode) for kind in KINDS}
+        models = {kind: build_model(kind, D, y) for kind in KINDS}
+        models |= {
+            name: build_model(kind, D_dense, y_dense, fill) for name, kind, fill in DENSE_KINDS
+        }
+        functions = {name: compile_value_and_grad(model, mode) for name, model in models.items()}
         ms = interleaved_ms(functions, rounds)
         rows.append({"N": n, "backend": backend, **ms,
-                     **{f"{k}_ratio": ms[k] / ms["fast_matern"] for k in KINDS[1:]}})  # fmt: skip
+                     **{f"{k}_ratio": ms[k] / ms["fast_matern"] for k in KINDS[1:]},
+                     "auto_over_dense_dense_fill": ms["sle_auto_dense_fill"]
+                     / ms["sle_dense_dense_fill"]})  # fmt: skip
         print(rows[-1], flush=True)
     return rows
 
 
-def summary(rows: list[dict], n: int) -> str:
+def summary(rows: list[dict], n: int, dense_n: int) -> str:
     lines = [
         "# Sparse work that follows the radius at run time (LogNormal radius)",
         "",
@@ -117,6 +136,19 @@ def summary(rows: list[dict], n: int) -> str:
             f"{r['sle_dense']:.1f} | {r['sle_bounded']:.1f} | {r['sle_auto_ratio']:.2f} | {met} "
             f"| {r['sle_dense_ratio']:.2f} | {r['sle_bounded_ratio']:.2f} |"
         )
+    lines += [
+        "",
+        f"Above the sparse threshold ({DENSE_FILL:.0%} fill, N = {dense_n}), where `auto` takes "
+        "the dense products: what looking for a pattern costs when there is none to use.",
+        "",
+        "| backend | sle_auto (ms) | sle_dense (ms) | auto / dense |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['backend']} | {r['sle_auto_dense_fill']:.1f} | {r['sle_dense_dense_fill']:.1f} "
+        f"| {r['auto_over_dense_dense_fill']:.2f} |"
+        for r in rows
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -125,7 +157,7 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="small N, few rounds (CI)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    n, rounds = (150, 2) if args.quick else (1000, 15)
+    n, dense_n, rounds = (150, 150, 2) if args.quick else (1000, DENSE_N, 15)
     backends = {
         name: mode
         for name, mode in BACKENDS.items()
@@ -133,19 +165,21 @@ def main(argv=None) -> None:
         and (name != "JAX" or importlib.util.find_spec("jax") is not None)
     }
     with threadpool_limits(1, user_api="blas"):
-        rows = measure(n, backends, rounds)
+        rows = measure(n, dense_n, backends, rounds)
     stem = "runtime_sparsity_quick" if args.quick else "runtime_sparsity"
     args.out.mkdir(parents=True, exist_ok=True)
     meta = {
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "N": n,
         "fill": FILL,
+        "dense_fill": DENSE_FILL,
+        "dense_N": dense_n,
         "rounds": rounds,
         "sparse_fill_threshold": SPARSE_FILL_THRESHOLD,
     }
     (args.out / f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    (args.out / f"{stem}.md").write_text(summary(rows, n))
-    print(summary(rows, n))
+    (args.out / f"{stem}.md").write_text(summary(rows, n, dense_n))
+    print(summary(rows, n, dense_n))
 
 
 if __name__ == "__main__":

@@ -56,6 +56,9 @@ def test_runtime_sparsity_benchmark_quick(tmp_path):
     row = rows[0]
     assert all(row[k] > 0 for k in ("fast_matern", "sle_auto", "sle_dense", "sle_bounded"))
     assert row["sle_auto_ratio"] == pytest.approx(row["sle_auto"] / row["fast_matern"])
+    assert row["auto_over_dense_dense_fill"] == pytest.approx(
+        row["sle_auto_dense_fill"] / row["sle_dense_dense_fill"]
+    )
     assert "| C |" in (tmp_path / "runtime_sparsity_quick.md").read_text()
 
 

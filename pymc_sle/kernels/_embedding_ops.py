@@ -284,20 +284,27 @@ def sparse_squared_distances(values, pattern: SparsePattern) -> pt.TensorVariabl
 
 
 @numba.njit(cache=True)
+def _is_dense(phi, max_fill):
+    """Whether more than ``max_fill`` of ``phi`` is non-zero: counted before the CSC copy is
+    built, which would cost several times the count on the dense branch."""
+    return np.count_nonzero(phi) > max_fill * phi.size
+
+
+@numba.njit(cache=True)
 def _support_forward(phi, max_fill):
-    values, col_ptr, row_index = support_of(phi)
-    if values.size > max_fill * phi.size:
+    if _is_dense(phi, max_fill):
         return dense_forward(phi)
+    values, col_ptr, row_index = support_of(phi)
     return sparse_forward(values, col_ptr, row_index, phi.shape[0])
 
 
 @numba.njit(cache=True)
 def _support_backward(phi, grad, max_fill):
-    values, col_ptr, row_index = support_of(phi)
-    if values.size > max_fill * phi.size:
+    if _is_dense(phi, max_fill):
         symmetric = symmetric_sum(np.ascontiguousarray(grad))
         centred = phi - phi.sum(axis=0) / phi.shape[0]  # as _dense_gradient
         return 2.0 * (symmetric.sum(axis=1).reshape((-1, 1)) * centred - np.dot(symmetric, centred))
+    values, col_ptr, row_index = support_of(phi)
     on_support = sparse_backward(values, col_ptr, row_index, grad)
     return scatter_columns(on_support, col_ptr, row_index, phi.shape)
 
