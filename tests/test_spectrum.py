@@ -108,3 +108,14 @@ def test_falls_back_to_eigh_when_the_iteration_does_not_converge(monkeypatch):
 def test_mismatched_shapes_are_named():
     with pytest.raises(ValueError, match=r"`matrix` must have shape \(3, 3\).*\(3, 4\)"):
         eigenvalues_and_coordinates(np.zeros((3, 4)), np.zeros(3))
+
+
+@pytest.mark.parametrize("where", ["matrix", "vector"])
+def test_non_finite_input_is_named(where):
+    C, y = np.eye(3), np.ones(3)
+    if where == "matrix":
+        C[1, 2] = np.nan
+    else:
+        y[0] = np.inf
+    with pytest.raises(ValueError, match="must be finite"):
+        eigenvalues_and_coordinates(C, y)

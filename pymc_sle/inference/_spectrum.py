@@ -143,6 +143,8 @@ def eigenvalues_and_coordinates(matrix, vector) -> tuple[np.ndarray, np.ndarray]
         raise ValueError(
             f"`matrix` must have shape ({n}, {n}) to match `vector`, but has {matrix.shape}"
         )
+    if not (np.all(np.isfinite(matrix)) and np.all(np.isfinite(vector))):
+        raise ValueError("`matrix` and `vector` must be finite, but hold NaN or inf")
     if n < 2:
         return np.diagonal(matrix).copy(), vector.copy()
     work, _ = lapack.dsytrd_lwork(n, lower=1)  # blocked: a third faster than the default
