@@ -60,12 +60,13 @@ _FINE_TAIL = 1e-4
 #: mass range of each (where the noise reaches zero it keeps its 96 cells over the whole range).
 #: Their posteriors are narrow, and the fine grid's 16 cells over [1e-3, 3] * std(y) are 0.53 wide
 #: in the log: its sum over ``eta`` sees one or two cells. The strings' split 2 (sd of log eta
-#: 0.16): the ridge basin holds 13.6 % with those 16 cells, 19.3 % with 64 over the same span, 19.26
-#: % with 48 over the mass range, 18.8 % with 128 radii x 128 length scales x 32 x 32. SAXS split 0
-#: (sd 0.11; 0.057 on the 16 cells): its shoulder holds 0.70 % with 16 cells, 1.81 % with 48 over
-#: the mass range, 1.86 % with 128; split 2's light basin 1.97 % with 64 over the span, 1.65 % with
-#: 48, 1.60 % with 128. One more pass of the fine grid, where ``sample_basins`` samples more than
-#: one basin by default (``MIN_BASIN_MASS``); the maps are read off it too.
+#: 0.16): the ridge basin holds 13.6 % with those 16 cells, 19.3 % with 64 over the same span,
+#: 19.26 % with 48 over the mass range, 18.8 % with 128 radii x 128 length scales x 32 x 32.
+#: SAXS split 0 (sd 0.11; 0.057 on the 16 cells): its shoulder holds 0.70 % with 16 cells,
+#: 1.81 % with 48 over the mass range, 1.86 % with 128; split 2's light basin 1.97 % with 64 over
+#: the span, 1.65 % with 48, 1.60 % with 128. One more pass of the fine grid, where
+#: ``sample_basins`` samples more than one basin by default (``MIN_BASIN_MASS``); the maps are
+#: read off it too.
 WEIGHING_SCALES = 48
 #: The noise *reaches zero* when the coarse grid's marginal of ``sigma`` puts at least this much
 #: mass below a tenth of its median: the GP can interpolate the data, the likelihood stays finite
