@@ -198,14 +198,16 @@ def test_capped_quantile_log_is_the_map_of_the_cells_below_the_cap(capped):
 
 
 def test_capped_quantile_log_stays_below_the_cap_and_follows_the_map_well_below_it(capped):
-    """x < exp(g(u_cap)) ~ exp(LOG_CAP) for every sampled value; 3 units of u below the cap, the
-    sampled value is u to within tau * log(1 + e^-6) = 0.0012."""
+    """x <= exp(g(u_cap)) ~ exp(LOG_CAP) for every sampled value, to the rounding of exp and log
+    (far above the cap u equals u_cap in floating point, and log(exp(g)) can come out one ulp
+    above g, depending on the platform's libm); 3 units of u below the cap, the sampled value is
+    u to within tau * log(1 + e^-6) = 0.0012."""
     transform, _ = capped
     backward = _function(transform.backward)
     log_bound = float(transform._g.numpy(transform.u_cap))
     assert log_bound == pytest.approx(LOG_CAP, abs=2e-3)
     log_x = np.log([backward(v) for v in np.linspace(-7.0, 60.0, 135)])
-    assert np.all(log_x < log_bound) and np.all(np.diff(log_x) >= 0)
+    assert np.all(log_x <= log_bound + 4 * np.spacing(log_bound)) and np.all(np.diff(log_x) >= 0)
     assert log_x[-1] == pytest.approx(log_bound, abs=1e-9)
     for v in np.linspace(-7.0, transform.u_cap - 3.0, 12):
         expected = float(transform._g.numpy(v))
