@@ -25,6 +25,7 @@ __all__ = [
     "cholesky_inverse_inplace",
     "cholesky_solve_inplace",
     "gram_upper",
+    "is_symmetric",
     "mirror_upper_inplace",
     "symmetric_sum",
 ]
@@ -170,6 +171,20 @@ def mirror_upper_inplace(a):
             for i in range(row_start, min(row_start + _TILE, n)):
                 for j in range(max(col_start, i + 1), min(col_start + _TILE, n)):
                     a[j, i] = a[i, j]
+
+
+@numba.njit(cache=True)
+def is_symmetric(a):
+    """Whether square ``a`` equals its transpose exactly: a read-only pass, tile by tile, that
+    stops at the first difference."""
+    n = a.shape[0]
+    for row_start in range(0, n, _TILE):
+        for col_start in range(row_start, n, _TILE):
+            for i in range(row_start, min(row_start + _TILE, n)):
+                for j in range(max(col_start, i + 1), min(col_start + _TILE, n)):
+                    if a[i, j] != a[j, i]:
+                        return False
+    return True
 
 
 @numba.njit(cache=True)

@@ -20,11 +20,12 @@ import pymc_sle
 from pymc_sle import SLE
 from pymc_sle.datasets import one_dimensional
 from pymc_sle.gp import GaussianLogDensity, gaussian_logp
+from pymc_sle.kernels._bump import bump
 from pymc_sle.kernels._embedding_ops import (
     SparsePattern,
+    bump_squared_distances,
     dense_squared_distances,
     sparse_squared_distances,
-    support_squared_distances,
 )
 
 
@@ -176,36 +177,101 @@ def test_dense_and_sparse_distances_equal_the_reference(mode, n, m, fill):
     np.testing.assert_allclose(g_sparse, pattern.gather(g_ref), atol=1e-10)
 
 
+def planar_distances(n, m, seed):
+    """Distances from ``n`` random points of the unit square to ``m`` others (the first
+    ``min(n, m)`` shared: zeros)."""
+    x = np.random.default_rng(seed).uniform(size=(max(n, m), 2))
+    return np.linalg.norm(x[:n, None] - x[None, :m], axis=-1)
+
+
+BUMP_CASES = [  # (n, m, radius): ~5 % of the block inside the bump, ~70 %, none, all
+    (25, 40, 0.12),
+    (12, 5, 0.6),
+    (9, 4, 1e-3),
+    (6, 6, 3.0),
+]
+
+
+def bump_reference_and_support(mode, block_input, support_block, max_fill, **kwargs):
+    """``f(D, weights, radius, amplitude, shape)``: the dense reference and the run-time-support
+    Op, each with its gradients with respect to the three per-landmark parameters (and to the
+    block, when it is the symbolic input)."""
+    weights = pt.dmatrix("weights")
+    params = [pt.dvector(name) for name in ("radius", "amplitude", "shape")]
+    reference = dense_squared_distances(bump(block_input, *params))
+    support = bump_squared_distances(support_block, *params, max_fill, **kwargs)
+    wrt = [*params, block_input] if support_block is block_input else params
+    outputs = []
+    for value in (reference, support):
+        outputs += [value, *pt.grad((value * weights).sum(), wrt)]
+    return compile_fn([block_input, weights, *params], outputs, mode)
+
+
+def check_bump_support(f, D, radius, seed):
+    """Values and gradients of the Op equal the reference, for a symmetric upstream gradient (a
+    kernel matrix's, for which the Op skips building ``G + G.T``) and an asymmetric one."""
+    n, m = D.shape
+    rng = np.random.default_rng(seed)
+    params = [radius * rng.uniform(0.8, 1.2, m), rng.uniform(0.5, 2, m), rng.uniform(0.3, 3, m)]
+    asymmetric = rng.normal(size=(n, n))
+    for weights in (asymmetric + asymmetric.T, asymmetric):
+        out = f(D, weights, *params)
+        half = len(out) // 2
+        scale = max(1.0, *(np.abs(o).max() for o in out[:half]))
+        for ref, got in zip(out[:half], out[half:], strict=True):
+            np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12 * scale)
+        assert (np.diag(out[half]) == 0).all()
+
+
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(
-    ("n", "m", "fill", "max_fill"),
-    [(25, 40, 0.05, 0.1), (9, 4, 0.5, 0.1), (9, 4, 0.5, 1.0), (30, 7, 0.0, 0.0)],
-)
-def test_support_distances_equal_the_reference_on_both_branches(mode, n, m, fill, max_fill):
-    """The run-time pattern: values equal the reference on the sparse (max_fill 1) and dense
-    (max_fill 0) branches; the gradient equals the reference on phi's non-zeros (where a bump
-    embedding's derivative can be non-zero) and, on the dense branch, everywhere."""
-    mask, phi = sparse_embedding(n, m, fill, seed=n + m)
-    weights = np.random.default_rng(0).normal(size=(n, n))
-    phi_var = pt.dmatrix("phi")
-    generic = pt.sum(pt.sqr(phi_var[:, None, :] - phi_var[None, :, :]), axis=-1)
-    support = support_squared_distances(phi_var, max_fill)
-    outputs = [
-        generic,
-        support,
-        *(pt.grad((o * weights).sum(), phi_var) for o in (generic, support)),
-    ]
-    ref, value, g_ref, g_support = compile_fn([phi_var], outputs, mode)(phi)
-    np.testing.assert_allclose(value, ref, atol=1e-12)
-    assert (np.diag(value) == 0).all()
-    np.testing.assert_allclose(g_support[mask], g_ref[mask], atol=1e-10)
-    dense_branch = mode == "JAX" or mask.sum() > max_fill * mask.size
-    np.testing.assert_allclose(g_support, np.where(mask | dense_branch, g_ref, 0.0), atol=1e-10)
+@pytest.mark.parametrize("max_fill", [0.0, 1.0])  # forces the dense / the sparse branch
+def test_bump_distances_of_a_symbolic_block_equal_the_dense_reference(mode, max_fill):
+    """The support found by a scan; gradients with respect to the block too."""
+    block = pt.dmatrix("block")
+    f = bump_reference_and_support(mode, block, block, max_fill)
+    for n, m, radius in BUMP_CASES:
+        check_bump_support(f, planar_distances(n, m, seed=n + m), radius, seed=n)
 
 
-def test_support_distances_validate_max_fill():
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("n", "m", "radius"), BUMP_CASES[:2])
+@pytest.mark.parametrize(("max_fill", "bounded"), [(1.0, False), (1.0, True), (0.0, False)])
+def test_bump_distances_of_a_constant_block_equal_the_dense_reference(
+    mode, n, m, radius, max_fill, bounded
+):
+    """The support found from sorted columns, whole or cut at ``radius_max``."""
+    D = planar_distances(n, m, seed=n + m)
+    radius_max = 1.3 * radius if bounded else None
+    f = bump_reference_and_support(mode, pt.dmatrix("block"), D, max_fill, radius_max=radius_max)
+    check_bump_support(f, D, radius, seed=n)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bump_distances_gradient_equals_finite_differences(mode):
+    D = planar_distances(20, 20, seed=3)
+    weights = np.random.default_rng(4).normal(size=(20, 20))
+    radius = pt.dvector("radius")
+    loss = (bump_squared_distances(D, radius, 1.5, 0.8, max_fill=1.0) * weights).sum()
+    f = compile_fn([radius], [loss, pt.grad(loss, radius)], mode)
+    r0 = np.random.default_rng(5).uniform(0.15, 0.3, 20)
+    direction = np.random.default_rng(6).normal(size=20)
+    step = 1e-6
+    numeric = (f(r0 + step * direction)[0] - f(r0 - step * direction)[0]) / (2 * step)
+    np.testing.assert_allclose(f(r0)[1] @ direction, numeric, rtol=1e-6)
+
+
+def test_bump_distances_keep_only_the_candidates_below_radius_max():
+    D = planar_distances(30, 30, seed=1)
+    out = bump_squared_distances(D, pt.dscalar("r"), 1.0, 1.0, max_fill=0.1, radius_max=0.2)
+    order, ordered = (v.data for v in out.owner.inputs[1:3])
+    assert order.shape == ordered.shape == (30, (D < 0.2).sum(axis=0).max())
+    np.testing.assert_array_equal(ordered, np.take_along_axis(D.T, order, axis=1))
+    assert (np.diff(ordered, axis=1) >= 0).all()
+
+
+def test_bump_distances_validate_max_fill():
     with pytest.raises(ValueError, match=r"`max_fill` must be in \[0, 1\], but got 1.5"):
-        support_squared_distances(pt.dmatrix("phi"), 1.5)
+        bump_squared_distances(pt.dmatrix("block"), 1.0, 1.0, 1.0, 1.5)
 
 
 def test_sparse_pattern_layout():
@@ -268,7 +334,7 @@ def test_sle_with_an_unbounded_radius_follows_its_support_at_run_time(
         radius_rv = pm.LogNormal("radius", 0.0, 1.0)
         auto = SLE(planar, radius=radius_rv, ls=0.7)
     assert auto.radius_max is None
-    assert "_SupportSquaredDistances" in {
+    assert "_BumpSquaredDistances" in {
         type(v.owner.op).__name__ for v in ancestors([auto(X)]) if v.owner is not None
     }
     radius = pt.dvector("radius") if per_landmark else pt.dscalar("radius")
@@ -291,23 +357,22 @@ def test_sle_with_an_unbounded_radius_follows_its_support_at_run_time(
     np.testing.assert_allclose(np.sum(out[6] * direction), numeric, rtol=1e-5)
 
 
-def test_auto_embedding_picks_sparse_only_below_the_threshold(planar):
+def test_each_embedding_takes_its_own_ops(planar):
+    """``auto`` finds the support at run time whatever the radius (its branch is chosen at run
+    time); ``sparse`` uses the pattern below ``radius_max``; ``dense`` neither."""
     X = np.arange(40)[:, None]
-    narrow = SLE(planar, radius=0.1, ls=1.0)
-    wide = SLE(planar, radius=2.0, ls=1.0)
-    assert narrow.sparse_pattern(X).fill <= pymc_sle.kernels.SPARSE_FILL_THRESHOLD
-    assert wide.sparse_pattern(X).fill == 1.0
 
     def op_names(cov):
         return {type(v.owner.op).__name__ for v in ancestors([cov(X)]) if v.owner is not None}
 
-    assert "_SparseSquaredDistances" in op_names(narrow)
-    assert "_SparseSquaredDistances" not in op_names(wide)
-    assert "_SupportSquaredDistances" in op_names(wide)  # the pattern is found at run time
+    for radius in (0.1, 2.0):
+        assert "_BumpSquaredDistances" in op_names(SLE(planar, radius=radius, ls=1.0))
+    sparse = SLE(planar, radius=0.1, ls=1.0, embedding="sparse")
+    assert "_SparseSquaredDistances" in op_names(sparse)
     dense = SLE(planar, radius=2.0, ls=1.0, embedding="dense")
-    assert {"_SparseSquaredDistances", "_SupportSquaredDistances"}.isdisjoint(op_names(dense))
+    assert {"_SparseSquaredDistances", "_BumpSquaredDistances"}.isdisjoint(op_names(dense))
     np.testing.assert_allclose(
-        narrow(X).eval(), SLE(planar, radius=0.1, ls=1.0, embedding="dense")(X).eval(), atol=1e-12
+        sparse(X).eval(), SLE(planar, radius=0.1, ls=1.0, embedding="dense")(X).eval(), atol=1e-12
     )
 
 
@@ -425,3 +490,13 @@ def test_marginal_samples_on_every_backend(sampler):
         )
     draws = idata.posterior["sigma"].values
     assert draws.shape == (1, 150) and np.isfinite(draws).all() and draws.std() > 0
+
+
+@pytest.mark.parametrize("constant", [True, False])
+def test_bump_distances_exclude_a_distance_equal_to_the_radius(constant):
+    """The support is ``d < r``, exactly as ``bump`` tests it: at ``d = r`` the embedding is 0."""
+    D = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])
+    block = pt.dmatrix("block")
+    support = bump_squared_distances(D if constant else block, 1.0, 1.0, 1.0, max_fill=1.0)
+    value = pytensor.function([block], support, on_unused_input="ignore")(D)
+    np.testing.assert_array_equal(value, 2.0 * (1.0 - np.eye(3)))  # one-hot embeddings

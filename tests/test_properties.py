@@ -1,7 +1,7 @@
 """Property-based tests (Hypothesis): PSD to rounding and finite gradients on adversarial
-distances, for every inner kernel, scalar and per-landmark parameters, and both ways of
-computing the embedding distances (dense products, and the sparse kernels on the run-time
-support).
+distances, for every inner kernel, scalar and per-landmark parameters, and every way of
+computing the embedding distances (dense products; the run-time support with sparse or dense
+kernels).
 
 The graphs are SLE's own pieces -- ``bump`` -> squared embedding distances -> inner kernel --
 compiled once per configuration with the distances and parameters as inputs, so each example
@@ -20,11 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymc_sle.kernels._bump import bump
-from pymc_sle.kernels._embedding_ops import dense_squared_distances, support_squared_distances
+from pymc_sle.kernels._embedding_ops import bump_squared_distances, dense_squared_distances
 from pymc_sle.kernels._inner import kernel_of_squared_distance, resolve_inner
 
 INNERS = ["matern12", "matern32", "matern52", "rbf"]
-PATHS = {"dense": 0.0, "sparse": 1.0}  # max_fill of the run-time-support Op; "dense": its Op
+#: ``"dense"``: the dense products of the full bump; the others: the Op that finds the support at
+#: run time, forced onto its sparse (``max_fill`` 1) or dense (``max_fill`` 0) branch.
+PATHS = {"dense": None, "support-sparse": 1.0, "support-dense": 0.0}
 DEFAULT = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                    suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 EXHAUSTIVE = settings(DEFAULT, max_examples=1000)
@@ -37,11 +39,10 @@ def compiled(inner: str, path: str, per_landmark: bool):
     parameter = pt.dvector if per_landmark else pt.dscalar
     radius, amplitude, shape = parameter("radius"), parameter("amplitude"), parameter("shape")
     ls, weights = pt.dscalar("ls"), pt.dmatrix("weights")
-    phi = bump(D, radius, amplitude, shape)
     squared = (
-        dense_squared_distances(phi)
+        dense_squared_distances(bump(D, radius, amplitude, shape))
         if path == "dense"
-        else support_squared_distances(phi, PATHS[path])
+        else bump_squared_distances(D, radius, amplitude, shape, PATHS[path])
     )
     K = kernel_of_squared_distance(resolve_inner(inner), squared, ls)
     grads = pt.grad((K * weights).sum(), [radius, amplitude, shape, ls])

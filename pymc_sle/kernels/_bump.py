@@ -8,7 +8,7 @@ from pytensor.graph.basic import Variable
 
 from pymc_sle._validation import constant_value
 
-__all__ = ["bump"]
+__all__ = ["bump", "bump_formula"]
 
 
 def _check_concrete_positive(name: str, value) -> None:
@@ -71,11 +71,11 @@ def bump(d, radius, amplitude=1.0, shape=1.0):
     _check_concrete_positive("amplitude", amplitude)
     _check_concrete_positive("shape", shape)
     if any(isinstance(v, Variable) for v in (d, radius, amplitude, shape)):
-        return _bump(pt, *(pt.as_tensor_variable(v) for v in (d, radius, amplitude, shape)))
-    return _bump(np, *(np.asarray(v, dtype=float) for v in (d, radius, amplitude, shape)))
+        return bump_formula(pt, *(pt.as_tensor_variable(v) for v in (d, radius, amplitude, shape)))
+    return bump_formula(np, *(np.asarray(v, dtype=float) for v in (d, radius, amplitude, shape)))
 
 
-def _bump(xp, d, radius, amplitude, shape):
+def bump_formula(xp, d, radius, amplitude, shape):
     """Eq. (5) written once for ``xp`` = numpy or pytensor.tensor (both have where/square/exp).
 
     Outside the support the exponent would be evaluated at 1 - u <= 0, and the gradient of the

@@ -1,6 +1,6 @@
 r"""The numba loops behind :mod:`pymc_sle.kernels._embedding_ops`: squared distances between the
 rows of embeddings, dense, sparse (stored by column) and across two embeddings, and their
-gradients.
+gradients; and the bump embedding of a distance block evaluated on its support only.
 
 **Accuracy.** The bulk of :math:`\Delta_{ij} = \lVert \phi_i - \phi_j \rVert^2` comes from the
 expansion :math:`\nu_i + \nu_j - 2\,\phi_i \cdot \phi_j` (one matrix product), which loses its
@@ -30,16 +30,23 @@ import numba
 import numpy as np
 
 from pymc_sle._euclidean import CANCELLATION
-from pymc_sle._lapack import gram_upper, mirror_upper_inplace, symmetric_sum
+from pymc_sle._lapack import (
+    gram_upper,
+    is_symmetric,
+    mirror_upper_inplace,
+    symmetric_sum,
+)
 
 __all__ = [
+    "bump_backward",
+    "bump_block_backward",
+    "bump_forward",
     "by_row",
     "cross_forward",
+    "dense_backward",
     "dense_forward",
-    "scatter_columns",
     "sparse_backward",
     "sparse_forward",
-    "support_of",
 ]
 
 
@@ -94,6 +101,25 @@ def dense_forward(phi):
             out[i, j] = value if value > CANCELLATION * scale else _direct(centred, i, centred, j)
     mirror_upper_inplace(out)
     return out
+
+
+@numba.njit(cache=True)
+def _symmetrised(grad):
+    """``(A, c)`` with ``c A = grad + grad.T``: ``(grad, 2)`` when ``grad`` is symmetric, as every
+    gradient through a kernel matrix is (a read-only pass instead of a transposed copy)."""
+    if is_symmetric(grad):
+        return grad, 2.0
+    return symmetric_sum(grad), 1.0
+
+
+@numba.njit(cache=True)
+def dense_backward(phi, grad):
+    """Gradient of :func:`dense_forward` with respect to ``phi``, given ``grad`` with respect to
+    its output: the module formula on the centred ``phi`` (the same value, less cancellation)."""
+    symmetric, factor = _symmetrised(np.ascontiguousarray(grad))
+    centred = _centred(phi)
+    row_sums = symmetric.sum(axis=1).reshape((-1, 1))
+    return (2.0 * factor) * (row_sums * centred - np.dot(symmetric, centred))
 
 
 @numba.njit(cache=True)
@@ -175,15 +201,19 @@ def sparse_forward(values, col_ptr, row_index, n):
             for q in range(p + 1, col_ptr[cols[p] + 1]):
                 out[i, row_index[q]] += vi * values[q]
         out[i, i] = 0.0
+        # The expansion for the whole row in a loop the compiler vectorises, then the rare
+        # cancelled entries (also NaN: inf - inf) from differences.
+        norm_i = norms[i]
+        cancelled = False
         for j in range(i + 1, n):
-            if out[i, j] == 0.0:  # disjoint supports: nothing cancels
-                out[i, j] = norms[i] + norms[j]
-                continue
-            scale = norms[i] + norms[j]
+            scale = norm_i + norms[j]
             value = scale - 2.0 * out[i, j]
-            if not value > CANCELLATION * scale:  # also NaN (inf - inf)
-                value = _sparse_direct(values, row_ptr, entries, cols, i, j)
             out[i, j] = value
+            cancelled |= not value > CANCELLATION * scale
+        if cancelled:
+            for j in range(i + 1, n):
+                if not out[i, j] > CANCELLATION * (norm_i + norms[j]):
+                    out[i, j] = _sparse_direct(values, row_ptr, entries, cols, i, j)
     mirror_upper_inplace(out)
     return out
 
@@ -196,53 +226,219 @@ def sparse_backward(values, col_ptr, row_index, grad):
     # unordered pair {p, q} of a column is visited once, from the row of the smaller index.
     n = grad.shape[0]
     row_ptr, entries, cols = by_row(col_ptr, row_index, n)
-    symmetric = symmetric_sum(grad)
-    off_diagonal_sums = symmetric.sum(axis=1) - np.diag(symmetric)
+    symmetric, factor = _symmetrised(grad)  # S = factor * symmetric
+    sums = np.empty(n)  # off the diagonal, of `symmetric`
+    for i in range(n):
+        sums[i] = symmetric[i].sum() - symmetric[i, i]
     out = np.empty(values.size)
     for p in range(values.size):
-        out[p] = off_diagonal_sums[row_index[p]] * values[p]
+        out[p] = factor * sums[row_index[p]] * values[p]
     for i in range(n):
         for t in range(row_ptr[i], row_ptr[i + 1]):
             p = entries[t]
             vi = values[p]
             total = 0.0
             for q in range(p + 1, col_ptr[cols[p] + 1]):
-                s_ij = symmetric[i, row_index[q]]
+                s_ij = factor * symmetric[i, row_index[q]]
                 total += s_ij * values[q]
                 out[q] -= s_ij * vi
             out[p] -= total
     return 2.0 * out
 
 
+# -- The bump embedding on its support ----------------------------------------------------------
+#
+# phi_ik = a_k exp(beta_k - beta_k w_ik), w = 1 / (1 - u), u = (d_ik / r_k)**2, where u < 1, else 0
+# (paper Eq. 5; ``pymc_sle.bump``). With b = phi_ik, its partial derivatives on the support are
+#   db/da_k = b / a_k,  db/dbeta_k = -u w b,  db/dr_k = 2 beta_k u w**2 b / r_k,
+#   db/dd_ik = -2 beta_k d_ik w**2 b / r_k**2,
+# and outside it all four are 0: the bump vanishes with all its derivatives at u = 1. Where b
+# underflows to 0 inside, w**2 <= 2**106 is finite, so every product is 0, never NaN.
+
+
 @numba.njit(cache=True)
-def support_of(phi):
-    """The non-zeros of a C-contiguous ``(n, m)`` ``phi`` in CSC storage (rows increasing within
-    a column): ``(values, col_ptr, row_index)``. Two passes along rows, cache-friendly."""
-    n, m = phi.shape
+def _inside(d, r):
+    """Whether ``(d / r)**2 < 1`` -- the bump's support exactly as ``pymc_sle.bump`` tests it; the
+    division is taken only when ``d < r``, which it implies."""
+    if not d < r:
+        return False
+    q = d / r
+    return q * q < 1.0
+
+
+@numba.njit(cache=True)
+def _support_by_scan(block, radius):
+    """``(col_ptr, row_index, distance)``: the bump's support in an ``(n, m)`` ``block`` in CSC
+    storage (rows increasing in each column) with the distance of every entry, by two passes
+    along the rows of ``block``."""
+    n, m = block.shape
     col_ptr = np.zeros(m + 1, dtype=np.int64)
     for i in range(n):
         for k in range(m):
-            if phi[i, k] != 0.0:
+            if _inside(block[i, k], radius[k]):
                 col_ptr[k + 1] += 1
     for k in range(m):
         col_ptr[k + 1] += col_ptr[k]
     cursor = col_ptr[:-1].copy()
-    values = np.empty(col_ptr[m])
     row_index = np.empty(col_ptr[m], dtype=np.int64)
+    distance = np.empty(col_ptr[m])
     for i in range(n):
         for k in range(m):
-            if phi[i, k] != 0.0:
-                values[cursor[k]] = phi[i, k]
+            if _inside(block[i, k], radius[k]):
                 row_index[cursor[k]] = i
+                distance[cursor[k]] = block[i, k]
                 cursor[k] += 1
-    return values, col_ptr, row_index
+    return col_ptr, row_index, distance
 
 
 @numba.njit(cache=True)
-def scatter_columns(stored, col_ptr, row_index, shape):
+def _support_by_order(order, ordered, radius, n):
+    """The same as :func:`_support_by_scan` for ``n`` rows, from the ``width`` smallest distances
+    of every column in increasing order, ``ordered[k]``, and their rows, ``order[k]`` (both ``(m,
+    width)``, ``width`` at most ``n``): column ``k``'s support is a prefix of ``order[k]``, so the
+    work is proportional to the support, not to ``n m``, and the reads are contiguous. A
+    counting sort by row puts the rows of every column in increasing order."""
+    m, width = order.shape
+    count = np.zeros(m, dtype=np.int64)
+    row_ptr = np.zeros(n + 1, dtype=np.int64)
+    for k in range(m):
+        c = 0
+        while c < width and _inside(ordered[k, c], radius[k]):
+            row_ptr[order[k, c] + 1] += 1
+            c += 1
+        count[k] = c
+    col_ptr = np.zeros(m + 1, dtype=np.int64)
+    for k in range(m):
+        col_ptr[k + 1] = col_ptr[k] + count[k]
+    for i in range(n):
+        row_ptr[i + 1] += row_ptr[i]
+    source = np.empty(col_ptr[m], dtype=np.int64)  # by row: position k * width + c in `ordered`
+    cursor = row_ptr[:-1].copy()
+    for k in range(m):  # columns increasing within every row
+        for c in range(count[k]):
+            i = order[k, c]
+            source[cursor[i]] = k * width + c
+            cursor[i] += 1
+    row_index = np.empty(col_ptr[m], dtype=np.int64)
+    distance = np.empty(col_ptr[m])
+    column_cursor = col_ptr[:-1].copy()
+    flat = ordered.ravel()
+    for i in range(n):  # rows increasing within every column
+        for t in range(row_ptr[i], row_ptr[i + 1]):
+            k = source[t] // width
+            row_index[column_cursor[k]] = i
+            distance[column_cursor[k]] = flat[source[t]]
+            column_cursor[k] += 1
+    return col_ptr, row_index, distance
+
+
+@numba.njit(cache=True)
+def _bump_support(block, order, ordered, radius, amplitude, shape):
+    """The non-zeros of the bump embedding of an ``(n, m)`` distance ``block`` (parameters of
+    length ``m``, one per column) in CSC storage, rows increasing in every column: ``(values,
+    distance, col_ptr, row_index)``. The support comes from ``order`` and ``ordered`` (see
+    :func:`_support_by_order`) or, when they are empty, from a scan of ``block``; the
+    exponential is taken on the support only."""
+    if order.shape[0] == 0:  # no candidates given
+        col_ptr, row_index, distance = _support_by_scan(block, radius)
+    else:
+        col_ptr, row_index, distance = _support_by_order(order, ordered, radius, block.shape[0])
+    values = np.empty(row_index.size)
+    for k in range(block.shape[1]):
+        for p in range(col_ptr[k], col_ptr[k + 1]):
+            q = distance[p] / radius[k]
+            values[p] = amplitude[k] * np.exp(shape[k] - shape[k] / (1.0 - q * q))
+    return values, distance, col_ptr, row_index
+
+
+@numba.njit(cache=True)
+def _scatter_columns(stored, col_ptr, row_index, shape):
     """The dense ``shape`` array holding ``stored`` (CSC order) on its pattern, zeros elsewhere."""
     out = np.zeros(shape)
     for k in range(shape[1]):
         for p in range(col_ptr[k], col_ptr[k + 1]):
             out[row_index[p], k] = stored[p]
+    return out
+
+
+@numba.njit(cache=True)
+def _contiguous_parameters(radius, amplitude, shape):
+    """The parameters C-contiguous (views when they are; ``pt.broadcast_to`` gives stride-0
+    vectors), so that numba compiles the loops for that layout."""
+    return (
+        np.ascontiguousarray(radius),
+        np.ascontiguousarray(amplitude),
+        np.ascontiguousarray(shape),
+    )
+
+
+@numba.njit(cache=True)
+def bump_forward(block, order, ordered, radius, amplitude, shape, max_fill):
+    """Squared distances between the rows of the bump embedding of ``block``: the sparse kernels
+    on its support when at most ``max_fill`` of it is non-zero, the dense ones otherwise. Returns
+    them with the support (``values, distance, col_ptr, row_index``, as :func:`_bump_support`),
+    which the gradients take instead of finding it again."""
+    block, order = np.ascontiguousarray(block), np.ascontiguousarray(order)
+    ordered = np.ascontiguousarray(ordered)
+    radius, amplitude, shape = _contiguous_parameters(radius, amplitude, shape)
+    values, distance, col_ptr, row_index = _bump_support(
+        block, order, ordered, radius, amplitude, shape
+    )
+    if values.size > max_fill * block.size:
+        out = dense_forward(_scatter_columns(values, col_ptr, row_index, block.shape))
+    else:
+        out = sparse_forward(values, col_ptr, row_index, block.shape[0])
+    return out, values, distance, col_ptr, row_index
+
+
+@numba.njit(cache=True)
+def _gradient_on_support(shape, values, col_ptr, row_index, grad, max_fill):
+    """The gradient with respect to the embedding's entries on its support, given ``grad`` with
+    respect to the output of :func:`bump_forward` (by the branch it took), for an embedding of
+    ``shape``."""
+    grad = np.ascontiguousarray(grad)
+    if values.size <= max_fill * shape[0] * shape[1]:
+        return sparse_backward(values, col_ptr, row_index, grad)
+    full = dense_backward(_scatter_columns(values, col_ptr, row_index, shape), grad)
+    g = np.empty(values.size)
+    for k in range(shape[1]):
+        for p in range(col_ptr[k], col_ptr[k + 1]):
+            g[p] = full[row_index[p], k]
+    return g
+
+
+@numba.njit(cache=True)
+def bump_backward(block, radius, amplitude, shape, support, grad, max_fill):
+    """Gradients of :func:`bump_forward` with respect to ``radius``, ``amplitude`` and ``shape``
+    (each of length ``m``), given ``grad`` with respect to its output and the ``support`` it
+    returned."""
+    radius, amplitude, shape = _contiguous_parameters(radius, amplitude, shape)
+    values, distance, col_ptr, row_index = support
+    g = _gradient_on_support(block.shape, values, col_ptr, row_index, grad, max_fill)
+    m = block.shape[1]
+    d_radius, d_amplitude, d_shape = np.zeros(m), np.zeros(m), np.zeros(m)
+    for k in range(m):
+        for p in range(col_ptr[k], col_ptr[k + 1]):
+            q = distance[p] / radius[k]
+            u = q * q
+            w = 1.0 / (1.0 - u)
+            gb = g[p] * values[p]
+            d_radius[k] += gb * (2.0 * shape[k] * u * w * w / radius[k])
+            d_amplitude[k] += gb / amplitude[k]
+            d_shape[k] -= gb * u * w
+    return d_radius, d_amplitude, d_shape
+
+
+@numba.njit(cache=True)
+def bump_block_backward(block, radius, amplitude, shape, support, grad, max_fill):
+    """Gradient of :func:`bump_forward` with respect to ``block``: non-zero on the support only."""
+    radius, amplitude, shape = _contiguous_parameters(radius, amplitude, shape)
+    values, distance, col_ptr, row_index = support
+    g = _gradient_on_support(block.shape, values, col_ptr, row_index, grad, max_fill)
+    out = np.zeros(block.shape)
+    for k in range(block.shape[1]):
+        for p in range(col_ptr[k], col_ptr[k + 1]):
+            d = distance[p]
+            w = 1.0 / (1.0 - (d / radius[k]) ** 2)
+            out[row_index[p], k] = -g[p] * values[p] * 2.0 * shape[k] * d * w * w / radius[k] ** 2
     return out

@@ -29,18 +29,22 @@ and NUMBA backends, ``jax.numpy`` on JAX) whose gradient is that expression in P
 cost :math:`\sum_k |R_k|^2 = n\,\bar s^2` multiply-adds for a square problem (:math:`\bar s` the
 mean non-zeros per row) instead of :math:`n^2 m`.
 
-**Support** (:func:`support_squared_distances`): the pattern found at run time, from the non-zeros
-of a dense :math:`\Phi` -- for a radius whose prior is unbounded (LogNormal), where no pattern
-is known in advance. Each evaluation scans :math:`\Phi` (:math:`nm`), then takes the sparse
-kernels above when at most ``max_fill`` of it is non-zero and the dense ones otherwise. The
-gradient is the one along perturbations that keep :math:`\Phi`'s zeros at zero: the entries of
-:math:`\partial L / \partial \Phi` at zeros of :math:`\Phi` are returned as 0 (on the sparse
-branch). That is the exact chain rule for an embedding whose zeros have zero derivative with
-respect to every parameter -- the bump's: it vanishes with all its derivatives for
-:math:`d \ge r`, and where it underflows to 0 inside the support its derivative underflows too.
+**Bump** (:func:`bump_squared_distances`): the pattern found at run time, at the current
+parameter values -- whatever the radius prior (LogNormal included), where no pattern is known in
+advance. One Op takes the distance block :math:`D` and the bump parameters, finds the support
+:math:`(d_{ik}/r_k)^2 < 1` -- from every column's distances sorted once when :math:`D` is
+constant (the support is a prefix of each; the work is proportional to the support), by a scan
+otherwise -- evaluates the bump there only, and takes the sparse kernels above when at most
+``max_fill`` of :math:`\Phi` is non-zero, the dense ones otherwise. It returns the support with
+:math:`\Delta`, and its gradient Ops take it from there: the exact chain rule through the bump,
+whose derivatives vanish outside the support (see :mod:`pymc_sle.kernels._embedding_loops`).
+Nothing of size :math:`n \times m` is built on the sparse branch except when the gradient with
+respect to :math:`D` itself is asked for.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numba
 import numpy as np
@@ -51,22 +55,23 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import numba_funcify
 
 from pymc_sle._euclidean import CANCELLATION
-from pymc_sle._lapack import symmetric_sum
+from pymc_sle.kernels._bump import bump_formula
 from pymc_sle.kernels._embedding_loops import (
+    bump_backward,
+    bump_block_backward,
+    bump_forward,
     cross_forward,
     dense_forward,
-    scatter_columns,
     sparse_backward,
     sparse_forward,
-    support_of,
 )
 
 __all__ = [
     "SparsePattern",
+    "bump_squared_distances",
     "cross_squared_distances",
     "dense_squared_distances",
     "sparse_squared_distances",
-    "support_squared_distances",
 ]
 
 
@@ -283,107 +288,177 @@ def sparse_squared_distances(values, pattern: SparsePattern) -> pt.TensorVariabl
     )
 
 
-@numba.njit(cache=True)
-def _is_dense(phi, max_fill):
-    """Whether more than ``max_fill`` of ``phi`` is non-zero: counted before the CSC copy is
-    built, which would cost several times the count on the dense branch."""
-    return np.count_nonzero(phi) > max_fill * phi.size
+_BUMP_INPUTS = ("block", "order", "ordered", "radius", "amplitude", "shape")
 
 
-@numba.njit(cache=True)
-def _support_forward(phi, max_fill):
-    if _is_dense(phi, max_fill):
-        return dense_forward(phi)
-    values, col_ptr, row_index = support_of(phi)
-    return sparse_forward(values, col_ptr, row_index, phi.shape[0])
-
-
-@numba.njit(cache=True)
-def _support_backward(phi, grad, max_fill):
-    if _is_dense(phi, max_fill):
-        symmetric = symmetric_sum(np.ascontiguousarray(grad))
-        centred = phi - phi.sum(axis=0) / phi.shape[0]  # as _dense_gradient
-        return 2.0 * (symmetric.sum(axis=1).reshape((-1, 1)) * centred - np.dot(symmetric, centred))
-    values, col_ptr, row_index = support_of(phi)
-    on_support = sparse_backward(values, col_ptr, row_index, grad)
-    return scatter_columns(on_support, col_ptr, row_index, phi.shape)
-
-
-class _SupportSquaredDistances(Op):
-    """``phi -> Delta`` using the non-zeros of ``phi`` found at run time (see the module notes
-    for the gradient)."""
+class _BumpSquaredDistances(Op):
+    """``(block, order, ordered, radius, amplitude, shape) -> (Delta, *support)`` for the bump
+    embedding of a distance block, on its support at the current parameters (module notes). The
+    parameters are ``(m,)``. For a constant block, ``ordered`` holds every column's distances in
+    increasing order and ``order`` their rows, both ``(m, n)``; for a block that can change both
+    are empty ``(0, 0)``, and the support is found by a scan. The support -- the embedding's
+    non-zeros, their distances, ``col_ptr`` and ``row_index`` -- is an auxiliary output for the
+    gradient Ops only (not differentiable; empty on JAX)."""
 
     __props__ = ("max_fill",)
 
     def __init__(self, max_fill: float):
         self.max_fill = float(max_fill)
 
-    def make_node(self, phi):
-        phi = pt.cast(pt.as_tensor_variable(phi), "float64")
-        if phi.type.ndim != 2:
-            raise ValueError(f"`phi` must be 2-D, but has ndim {phi.type.ndim}")
-        n = phi.type.shape[0]
-        return Apply(self, [phi], [pt.tensor(dtype="float64", shape=(n, n))])
+    def make_node(self, block, order, ordered, radius, amplitude, shape):
+        block, ordered, radius, amplitude, shape = (
+            pt.cast(pt.as_tensor_variable(v), "float64")
+            for v in (block, ordered, radius, amplitude, shape)
+        )
+        order = pt.as_tensor_variable(order)
+        inputs = [block, order, ordered, radius, amplitude, shape]
+        for name, value, ndim in zip(_BUMP_INPUTS, inputs, (2, 2, 2, 1, 1, 1), strict=True):
+            if value.type.ndim != ndim:
+                raise ValueError(f"`{name}` must be {ndim}-D, but has ndim {value.type.ndim}")
+        n = block.type.shape[0]
+        support = [pt.dvector(), pt.dvector(), pt.lvector(), pt.lvector()]
+        return Apply(self, inputs, [pt.tensor(dtype="float64", shape=(n, n)), *support])
 
     def perform(self, node, inputs, output_storage):
-        phi = np.ascontiguousarray(inputs[0])
-        output_storage[0][0] = _support_forward(phi, self.max_fill)
+        for storage, value in zip(
+            output_storage, bump_forward(*inputs, self.max_fill), strict=True
+        ):
+            storage[0] = value
 
     def infer_shape(self, fgraph, node, input_shapes):
         n = input_shapes[0][0]
-        return [(n, n)]
+        return [(n, n), None, None, None, None]  # the support's size is known at run time
 
     def L_op(self, inputs, outputs, output_grads):
-        return [_SupportSquaredDistancesGrad(self.max_fill)(inputs[0], output_grads[0])]
+        block, _, _, radius, amplitude, shape = inputs
+        args = [block, radius, amplitude, shape, *outputs[1:], output_grads[0]]
+        return [
+            _BumpSquaredDistancesBlockGrad(self.max_fill)(*args),
+            disconnected_type(),
+            disconnected_type(),
+            *_BumpSquaredDistancesGrad(self.max_fill)(*args),
+        ]
+
+    def connection_pattern(self, node):
+        connected = [True, False, False, False, False]  # Delta only
+        return [connected, [False] * 5, [False] * 5, connected, connected, connected]
 
 
-class _SupportSquaredDistancesGrad(Op):
+class _BumpSquaredDistancesGrad(Op):
+    """Gradients of :class:`_BumpSquaredDistances` with respect to its three parameters, from
+    ``(block, radius, amplitude, shape, *support, grad)``."""
+
     __props__ = ("max_fill",)
 
     def __init__(self, max_fill: float):
         self.max_fill = float(max_fill)
 
-    def make_node(self, phi, grad):
-        inputs = [pt.as_tensor_variable(v) for v in (phi, grad)]
+    def make_node(self, *inputs):
+        inputs = [pt.as_tensor_variable(v) for v in inputs]
+        return Apply(self, inputs, [v.type() for v in inputs[1:4]])
+
+    def perform(self, node, inputs, output_storage):
+        grads = bump_backward(*_backward_arguments(inputs), self.max_fill)
+        for storage, value in zip(output_storage, grads, strict=True):
+            storage[0] = value
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return input_shapes[1:4]
+
+
+class _BumpSquaredDistancesBlockGrad(Op):
+    """Gradient of :class:`_BumpSquaredDistances` with respect to the distance block, from the
+    same inputs as :class:`_BumpSquaredDistancesGrad`: its own Op, so that a graph whose block
+    is a constant never computes it."""
+
+    __props__ = ("max_fill",)
+
+    def __init__(self, max_fill: float):
+        self.max_fill = float(max_fill)
+
+    def make_node(self, *inputs):
+        inputs = [pt.as_tensor_variable(v) for v in inputs]
         return Apply(self, inputs, [inputs[0].type()])
 
     def perform(self, node, inputs, output_storage):
-        phi, grad = (np.ascontiguousarray(v) for v in inputs)
-        output_storage[0][0] = _support_backward(phi, grad, self.max_fill)
+        output_storage[0][0] = bump_block_backward(*_backward_arguments(inputs), self.max_fill)
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [input_shapes[0]]
 
 
-@numba_funcify.register(_SupportSquaredDistances)
-def _numba_support_forward(op, node=None, **kwargs):
+def _backward_arguments(inputs):
+    """The numba kernels' ``(block, radius, amplitude, shape, support, grad)`` from the gradient
+    Ops' inputs."""
+    block, radius, amplitude, shape, *support, grad = inputs
+    return block, radius, amplitude, shape, tuple(support), grad
+
+
+@numba_funcify.register(_BumpSquaredDistances)
+def _numba_bump_forward(op, node=None, **kwargs):
     max_fill = op.max_fill
 
     @numba.njit
-    def support_squared_distances(phi):
-        return _support_forward(np.ascontiguousarray(phi), max_fill)
+    def bump_squared_distances(block, order, ordered, radius, amplitude, shape):
+        return bump_forward(block, order, ordered, radius, amplitude, shape, max_fill)
 
-    return support_squared_distances
-
-
-@numba_funcify.register(_SupportSquaredDistancesGrad)
-def _numba_support_backward(op, node=None, **kwargs):
-    max_fill = op.max_fill
-
-    @numba.njit
-    def support_squared_distances_grad(phi, grad):
-        return _support_backward(np.ascontiguousarray(phi), np.ascontiguousarray(grad), max_fill)
-
-    return support_squared_distances_grad
+    return bump_squared_distances
 
 
-def support_squared_distances(phi, max_fill: float) -> pt.TensorVariable:
-    r""":math:`\Delta` for a dense ``(n, m)`` embedding, computed on its non-zeros found at run
-    time when at most ``max_fill`` of it is non-zero (dense kernels otherwise); diagonal exactly
-    0. The gradient treats zeros of ``phi`` as fixed (module notes): use it for bump embeddings."""
+def _register_numba_backward(op_class, kernel) -> None:
+    @numba_funcify.register(op_class)
+    def funcify(op, node=None, **kwargs):
+        max_fill = op.max_fill
+
+        @numba.njit
+        def call(block, radius, amplitude, shape, values, distance, col_ptr, row_index, grad):
+            support = (values, distance, col_ptr, row_index)
+            return kernel(block, radius, amplitude, shape, support, grad, max_fill)
+
+        return call
+
+
+_register_numba_backward(_BumpSquaredDistancesGrad, bump_backward)
+_register_numba_backward(_BumpSquaredDistancesBlockGrad, bump_block_backward)
+
+
+def bump_squared_distances(
+    block, radius, amplitude, shape, max_fill: float, radius_max: float | None = None
+) -> pt.TensorVariable:
+    r""":math:`\Delta` for the bump embedding :math:`\phi_{ik} = b(d_{ik}; a_k, r_k, \beta_k)` of
+    an ``(n, m)`` distance ``block``, computed on the embedding's support at the current
+    parameters: sparse kernels when at most ``max_fill`` of it is non-zero, dense ones otherwise.
+    ``radius``, ``amplitude`` and ``shape`` are scalars or ``(m,)`` vectors. Diagonal exactly 0;
+    values and gradients equal ``dense_squared_distances(bump(block, ...))``.
+
+    A ``block`` of numbers has its columns sorted once, here, so that finding the support costs
+    as much as the support; with ``radius_max``, a bound the radius never exceeds, only the
+    distances below it are kept (memory as the largest possible support, not ``n m``). A
+    symbolic ``block`` is scanned at every evaluation.
+    """
     if not 0.0 <= max_fill <= 1.0:
         raise ValueError(f"`max_fill` must be in [0, 1], but got {max_fill!r}")
-    return _SupportSquaredDistances(max_fill)(phi)
+    if isinstance(block, np.ndarray):
+        order = np.argsort(block, axis=0, kind="stable").T
+        ordered = np.take_along_axis(block.T, order, axis=1)
+        if radius_max is not None:
+            width = int((ordered < radius_max).sum(axis=1).max(initial=0))
+            order, ordered = order[:, :width], ordered[:, :width]
+        order = np.ascontiguousarray(order, dtype=np.int32)
+        ordered = np.ascontiguousarray(ordered, dtype=np.float64)
+    else:
+        order, ordered = np.empty((0, 0), dtype=np.int32), np.empty((0, 0))
+    block = pt.cast(pt.as_tensor_variable(block), "float64")
+    m = block.type.shape[1]  # a number where known: JAX needs shapes it can see when tracing
+    m = block.shape[1] if m is None else m
+    params = [
+        pt.broadcast_to(pt.cast(pt.as_tensor_variable(v), "float64"), (m,))
+        for v in (radius, amplitude, shape)
+    ]
+    squared, *_ = _BumpSquaredDistances(max_fill)(
+        block, pt.constant(order), pt.constant(ordered), *params
+    )
+    return squared
 
 
 def _register_jax() -> None:
@@ -430,7 +505,6 @@ def _register_jax() -> None:
         return 2.0 * (symmetric.sum(axis=1)[:, None] * centred - symmetric @ centred)
 
     @jax_funcify.register(_DenseSquaredDistances)
-    @jax_funcify.register(_SupportSquaredDistances)
     def _jax_dense(op, node=None, **kwargs):
         return squared_distances
 
@@ -441,9 +515,35 @@ def _register_jax() -> None:
 
         return cross_squared_distances
 
-    @jax_funcify.register(_SupportSquaredDistancesGrad)
-    def _jax_support_backward(op, node=None, **kwargs):
-        return dense_gradient  # exact (the Op's sparse branch is C/NUMBA only)
+    # The bump Ops run dense on JAX: the same values and gradients (the support is a C/NUMBA
+    # speed-up), the gradient through the bump by jax.vjp of the same formula PyTensor uses.
+    def bump_pullback(block, radius, amplitude, shape, grad):
+        bump_of = functools.partial(bump_formula, jnp)
+        phi, pullback = jax.vjp(bump_of, block, radius, amplitude, shape)
+        return pullback(dense_gradient(phi, grad))
+
+    @jax_funcify.register(_BumpSquaredDistances)
+    def _jax_bump_forward(op, node=None, **kwargs):
+        def bump_squared_distances(block, order, ordered, radius, amplitude, shape):
+            phi = bump_formula(jnp, block, radius, amplitude, shape)
+            empty = jnp.zeros(0, dtype=jnp.float64), jnp.zeros(0, dtype=jnp.int64)
+            return squared_distances(phi), empty[0], empty[0], empty[1], empty[1]
+
+        return bump_squared_distances
+
+    @jax_funcify.register(_BumpSquaredDistancesGrad)
+    def _jax_bump_backward(op, node=None, **kwargs):
+        def bump_squared_distances_grad(block, radius, amplitude, shape, *support_and_grad):
+            return bump_pullback(block, radius, amplitude, shape, support_and_grad[-1])[1:]
+
+        return bump_squared_distances_grad
+
+    @jax_funcify.register(_BumpSquaredDistancesBlockGrad)
+    def _jax_bump_block_backward(op, node=None, **kwargs):
+        def bump_squared_distances_block_grad(block, radius, amplitude, shape, *support_and_grad):
+            return bump_pullback(block, radius, amplitude, shape, support_and_grad[-1])[0]
+
+        return bump_squared_distances_block_grad
 
     @jax_funcify.register(_SparseSquaredDistances)
     def _jax_forward(op, node=None, **kwargs):

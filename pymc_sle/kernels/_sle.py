@@ -15,16 +15,17 @@ from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.kernels._bump import bump
 from pymc_sle.kernels._embedding_ops import (
     SparsePattern,
+    bump_squared_distances,
     dense_squared_distances,
     sparse_squared_distances,
-    support_squared_distances,
 )
 from pymc_sle.kernels._landmark import LandmarkCovariance
 
 __all__ = ["SLE", "SPARSE_FILL_THRESHOLD"]
 
-#: ``embedding="auto"`` takes the sparse path when at most this fraction of the training
-#: embedding can be non-zero (``benchmarks/results/performance.md`` measures the crossover).
+#: ``embedding="auto"`` takes sparse products when at most this fraction of the training
+#: embedding is non-zero at the current parameters (``benchmarks/results/performance.md``
+#: measures the crossover).
 SPARSE_FILL_THRESHOLD = 0.1
 
 _EMBEDDINGS = ("auto", "dense", "sparse")
@@ -119,20 +120,20 @@ class SLE(LandmarkCovariance):
         Index mode: the one column of ``X`` holding the row index (default: column 0). Feature
         mode: the columns holding the distances to the landmarks (default: all ``input_dim``).
     radius_max : float, optional
-        An upper bound on ``radius``. It makes the embedding's support known in advance: only
-        distances below ``radius_max`` can give non-zeros. A random ``radius`` is then used as
-        ``min(radius, radius_max)``, so give it a prior bounded by ``radius_max``. Inferred when
-        ``radius`` is fixed (its largest value) or is a model variable with a constant upper
-        bound (``pm.Uniform``, ``pm.Truncated``).
+        An upper bound on ``radius``: only distances below it can give non-zeros, which bounds
+        the memory of ``embedding="auto"`` and is what ``"sparse"`` needs. A random ``radius`` is
+        then used as ``min(radius, radius_max)``, so give it a prior bounded by ``radius_max``.
+        Inferred when ``radius`` is fixed (its largest value) or is a model variable with a
+        constant upper bound (``pm.Uniform``, ``pm.Truncated``).
     embedding : {"auto", "dense", "sparse"}, default "auto"
-        How the training covariance is computed. ``"dense"`` evaluates the full ``(n, m)``
-        embedding and its dense products; ``"sparse"`` only the embedding's possible non-zeros
-        (needs a known ``radius_max`` and an ``X`` of numbers, not ``pm.Data``); ``"auto"`` is
-        sparse when at most `SPARSE_FILL_THRESHOLD` of the embedding can be non-zero, and
-        otherwise -- an unbounded radius prior such as LogNormal, or a wide bound -- evaluates
-        the full embedding but finds its non-zeros at every evaluation, at the current radius,
-        and takes sparse products when at most `SPARSE_FILL_THRESHOLD` of it is non-zero (dense
-        ones otherwise). All give the same values and gradients.
+        How the training covariance is computed. ``"auto"`` finds the embedding's non-zeros at
+        every evaluation, at the current parameter values, evaluates the bump there only, and
+        takes sparse products when at most `SPARSE_FILL_THRESHOLD` of the embedding is non-zero
+        (dense ones otherwise), whatever the radius prior (LogNormal included); a known
+        ``radius_max`` bounds the memory this needs. ``"dense"`` evaluates the full ``(n, m)``
+        embedding and its dense products. ``"sparse"`` evaluates the bump on every distance
+        below ``radius_max`` and always takes sparse products (needs a known ``radius_max`` and
+        an ``X`` of numbers, not ``pm.Data``). All give the same values and gradients.
 
     Raises
     ------
@@ -286,23 +287,32 @@ class SLE(LandmarkCovariance):
 
     def _training_squared_distances(self, X, to_landmarks):
         self._warn_about_radius_prior(X)
-        pattern = None if self.embedding == "dense" else self.sparse_pattern(X)
-        if self.embedding == "sparse" and pattern is None:
+        if self.embedding == "dense":
+            return dense_squared_distances(self._embed(to_landmarks))
+        fixed = self._fixed_to_landmarks(X)
+        if self.embedding == "auto":
+            block = pt.specify_shape(to_landmarks, (None, self.n_landmarks))
+            return bump_squared_distances(
+                block if fixed is None else fixed,
+                self.radius,
+                self.amplitude,
+                self.shape,
+                SPARSE_FILL_THRESHOLD,
+                radius_max=self.radius_max,
+            )
+        pattern = self.sparse_pattern(X)
+        if pattern is None:
             raise ValueError(
                 "embedding='sparse' needs a fixed `X` (numbers, not pm.Data or another symbolic "
                 f"expression), but got {type(X).__name__}"
             )
-        if self.embedding == "dense":
-            return dense_squared_distances(self._embed(to_landmarks))
-        if pattern is None or pattern.fill > SPARSE_FILL_THRESHOLD:  # "auto", support unknown
-            return support_squared_distances(self._embed(to_landmarks), SPARSE_FILL_THRESHOLD)
         cols = pattern.col_index
 
         def per_entry(param):
             return param[cols] if param.ndim == 1 else param
 
         values = bump(
-            pattern.gather(self._fixed_to_landmarks(X)),
+            pattern.gather(fixed),
             per_entry(self.radius),
             per_entry(self.amplitude),
             per_entry(self.shape),
