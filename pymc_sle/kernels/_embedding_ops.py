@@ -291,7 +291,16 @@ def sparse_squared_distances(values, pattern: SparsePattern) -> pt.TensorVariabl
 _BUMP_INPUTS = ("block", "order", "ordered", "radius", "amplitude", "shape")
 
 
-class _BumpSquaredDistances(Op):
+class _WithMaxFill(Op):
+    """An Op that takes its sparse or dense branch by ``max_fill``, its only property."""
+
+    __props__ = ("max_fill",)
+
+    def __init__(self, max_fill: float):
+        self.max_fill = float(max_fill)
+
+
+class _BumpSquaredDistances(_WithMaxFill):
     """``(block, order, ordered, radius, amplitude, shape) -> (Delta, *support)`` for the bump
     embedding of a distance block, on its support at the current parameters (module notes). The
     parameters are ``(m,)``. For a constant block, ``ordered`` holds every column's distances in
@@ -299,11 +308,6 @@ class _BumpSquaredDistances(Op):
     are empty ``(0, 0)``, and the support is found by a scan. The support -- the embedding's
     non-zeros, their distances, ``col_ptr`` and ``row_index`` -- is an auxiliary output for the
     gradient Ops only (not differentiable; empty on JAX)."""
-
-    __props__ = ("max_fill",)
-
-    def __init__(self, max_fill: float):
-        self.max_fill = float(max_fill)
 
     def make_node(self, block, order, ordered, radius, amplitude, shape):
         block, ordered, radius, amplitude, shape = (
@@ -344,14 +348,9 @@ class _BumpSquaredDistances(Op):
         return [connected, [False] * 5, [False] * 5, connected, connected, connected]
 
 
-class _BumpSquaredDistancesGrad(Op):
+class _BumpSquaredDistancesGrad(_WithMaxFill):
     """Gradients of :class:`_BumpSquaredDistances` with respect to its three parameters, from
     ``(block, radius, amplitude, shape, *support, grad)``."""
-
-    __props__ = ("max_fill",)
-
-    def __init__(self, max_fill: float):
-        self.max_fill = float(max_fill)
 
     def make_node(self, *inputs):
         inputs = [pt.as_tensor_variable(v) for v in inputs]
@@ -366,15 +365,10 @@ class _BumpSquaredDistancesGrad(Op):
         return input_shapes[1:4]
 
 
-class _BumpSquaredDistancesBlockGrad(Op):
+class _BumpSquaredDistancesBlockGrad(_WithMaxFill):
     """Gradient of :class:`_BumpSquaredDistances` with respect to the distance block, from the
     same inputs as :class:`_BumpSquaredDistancesGrad`: its own Op, so that a graph whose block
     is a constant never computes it."""
-
-    __props__ = ("max_fill",)
-
-    def __init__(self, max_fill: float):
-        self.max_fill = float(max_fill)
 
     def make_node(self, *inputs):
         inputs = [pt.as_tensor_variable(v) for v in inputs]
