@@ -254,6 +254,14 @@ def sparse_backward(values, col_ptr, row_index, grad):
 #   db/dd_ik = -2 beta_k d_ik w**2 b / r_k**2,
 # and outside it all four are 0: the bump vanishes with all its derivatives at u = 1. Where b
 # underflows to 0 inside, w**2 <= 2**106 is finite, so every product is 0, never NaN.
+#
+# The forward takes one of two branches by the support's size, and its gradients the same one:
+# - sparse (at most ``max_fill`` of the embedding non-zero): the support in CSC storage, the bump
+#   evaluated there only, the sparse kernels; the support is ``(values, distance, col_ptr,
+#   row_index)``;
+# - dense: the bump element-wise on the whole block, the dense kernels; the support is the
+#   embedding itself, ``(phi.ravel(), [], [], [])`` -- an empty ``col_ptr`` (a CSC one has m + 1
+#   entries) tells the gradients which branch was taken.
 
 
 @numba.njit(cache=True)
@@ -267,18 +275,40 @@ def _inside(d, r):
 
 
 @numba.njit(cache=True)
-def _support_by_scan(block, radius):
-    """``(col_ptr, row_index, distance)``: the bump's support in an ``(n, m)`` ``block`` in CSC
-    storage (rows increasing in each column) with the distance of every entry, by two passes
-    along the rows of ``block``."""
+def _column_counts(block, order, ordered, radius):
+    """The number of rows of every column of ``block`` inside the bump: from the prefixes of the
+    sorted columns ``ordered`` when given (see :func:`_support_by_order`; work proportional to
+    the support, contiguous reads), else by a scan of ``block``."""
     n, m = block.shape
-    col_ptr = np.zeros(m + 1, dtype=np.int64)
-    for i in range(n):
-        for k in range(m):
-            if _inside(block[i, k], radius[k]):
-                col_ptr[k + 1] += 1
+    counts = np.zeros(m, dtype=np.int64)
+    if order.shape[0] == 0:
+        for i in range(n):
+            for k in range(m):
+                counts[k] += _inside(block[i, k], radius[k])
+        return counts
+    width = ordered.shape[1]
     for k in range(m):
-        col_ptr[k + 1] += col_ptr[k]
+        c = 0
+        while c < width and _inside(ordered[k, c], radius[k]):
+            c += 1
+        counts[k] = c
+    return counts
+
+
+@numba.njit(cache=True)
+def _column_pointers(counts):
+    col_ptr = np.zeros(counts.size + 1, dtype=np.int64)
+    for k in range(counts.size):
+        col_ptr[k + 1] = col_ptr[k] + counts[k]
+    return col_ptr
+
+
+@numba.njit(cache=True)
+def _support_by_scan(block, radius, col_ptr):
+    """``(row_index, distance)``: the rows of the bump's support in an ``(n, m)`` ``block``, whose
+    column pointers ``col_ptr`` are known, in CSC storage (rows increasing in each column), with
+    the distance of every entry; one pass along the rows of ``block``."""
+    n, m = block.shape
     cursor = col_ptr[:-1].copy()
     row_index = np.empty(col_ptr[m], dtype=np.int64)
     distance = np.empty(col_ptr[m])
@@ -288,34 +318,27 @@ def _support_by_scan(block, radius):
                 row_index[cursor[k]] = i
                 distance[cursor[k]] = block[i, k]
                 cursor[k] += 1
-    return col_ptr, row_index, distance
+    return row_index, distance
 
 
 @numba.njit(cache=True)
-def _support_by_order(order, ordered, radius, n):
+def _support_by_order(order, ordered, col_ptr, n):
     """The same as :func:`_support_by_scan` for ``n`` rows, from the ``width`` smallest distances
     of every column in increasing order, ``ordered[k]``, and their rows, ``order[k]`` (both ``(m,
-    width)``, ``width`` at most ``n``): column ``k``'s support is a prefix of ``order[k]``, so the
-    work is proportional to the support, not to ``n m``, and the reads are contiguous. A
-    counting sort by row puts the rows of every column in increasing order."""
+    width)``, ``width`` at most ``n``): column ``k``'s support is a prefix of ``order[k]``, of
+    ``col_ptr[k + 1] - col_ptr[k]`` entries. A counting sort by row puts the rows of every column
+    in increasing order."""
     m, width = order.shape
-    count = np.zeros(m, dtype=np.int64)
     row_ptr = np.zeros(n + 1, dtype=np.int64)
     for k in range(m):
-        c = 0
-        while c < width and _inside(ordered[k, c], radius[k]):
+        for c in range(col_ptr[k + 1] - col_ptr[k]):
             row_ptr[order[k, c] + 1] += 1
-            c += 1
-        count[k] = c
-    col_ptr = np.zeros(m + 1, dtype=np.int64)
-    for k in range(m):
-        col_ptr[k + 1] = col_ptr[k] + count[k]
     for i in range(n):
         row_ptr[i + 1] += row_ptr[i]
     source = np.empty(col_ptr[m], dtype=np.int64)  # by row: position k * width + c in `ordered`
     cursor = row_ptr[:-1].copy()
     for k in range(m):  # columns increasing within every row
-        for c in range(count[k]):
+        for c in range(col_ptr[k + 1] - col_ptr[k]):
             i = order[k, c]
             source[cursor[i]] = k * width + c
             cursor[i] += 1
@@ -329,36 +352,45 @@ def _support_by_order(order, ordered, radius, n):
             row_index[column_cursor[k]] = i
             distance[column_cursor[k]] = flat[source[t]]
             column_cursor[k] += 1
-    return col_ptr, row_index, distance
+    return row_index, distance
 
 
 @numba.njit(cache=True)
-def _bump_support(block, order, ordered, radius, amplitude, shape):
-    """The non-zeros of the bump embedding of an ``(n, m)`` distance ``block`` (parameters of
-    length ``m``, one per column) in CSC storage, rows increasing in every column: ``(values,
-    distance, col_ptr, row_index)``. The support comes from ``order`` and ``ordered`` (see
-    :func:`_support_by_order`) or, when they are empty, from a scan of ``block``; the
-    exponential is taken on the support only."""
-    if order.shape[0] == 0:  # no candidates given
-        col_ptr, row_index, distance = _support_by_scan(block, radius)
-    else:
-        col_ptr, row_index, distance = _support_by_order(order, ordered, radius, block.shape[0])
-    values = np.empty(row_index.size)
-    for k in range(block.shape[1]):
-        for p in range(col_ptr[k], col_ptr[k + 1]):
-            q = distance[p] / radius[k]
-            values[p] = amplitude[k] * np.exp(shape[k] - shape[k] / (1.0 - q * q))
-    return values, distance, col_ptr, row_index
+def _bump_value(d, r, a, beta):
+    """The bump at a distance ``d`` inside its support."""
+    q = d / r
+    return a * np.exp(beta - beta / (1.0 - q * q))
 
 
 @numba.njit(cache=True)
-def _scatter_columns(stored, col_ptr, row_index, shape):
-    """The dense ``shape`` array holding ``stored`` (CSC order) on its pattern, zeros elsewhere."""
-    out = np.zeros(shape)
-    for k in range(shape[1]):
-        for p in range(col_ptr[k], col_ptr[k + 1]):
-            out[row_index[p], k] = stored[p]
-    return out
+def _u_and_w(d, r):
+    """``(u, w)`` of the module notes at distance ``d`` inside the support; ``(0, 1)`` outside,
+    where the bump is 0 and any finite pair makes its derivatives 0 (a select, not a branch: the
+    dense loops vectorise)."""
+    q = d / r
+    u = q * q
+    u = u if u < 1.0 else 0.0
+    return u, 1.0 / (1.0 - u)
+
+
+@numba.njit(cache=True)
+def _parameter_gradients(by_amplitude, by_shape, by_radius, radius, amplitude, shape):
+    """The gradients with respect to ``(radius, amplitude, shape)`` from the column sums of
+    ``g b``, ``g b u w`` and ``g b u w**2`` over the support (``g`` the gradient with respect to
+    the bump ``b``; module notes)."""
+    return 2.0 * shape * by_radius / radius, by_amplitude / amplitude, -by_shape
+
+
+@numba.njit(cache=True)
+def _dense_bump(block, radius, amplitude, shape):
+    """The bump embedding of the whole ``(n, m)`` ``block``, element-wise."""
+    n, m = block.shape
+    phi = np.zeros((n, m))
+    for i in range(n):
+        for k in range(m):
+            if _inside(block[i, k], radius[k]):
+                phi[i, k] = _bump_value(block[i, k], radius[k], amplitude[k], shape[k])
+    return phi
 
 
 @numba.njit(cache=True)
@@ -374,71 +406,84 @@ def _contiguous_parameters(radius, amplitude, shape):
 
 @numba.njit(cache=True)
 def bump_forward(block, order, ordered, radius, amplitude, shape, max_fill):
-    """Squared distances between the rows of the bump embedding of ``block``: the sparse kernels
-    on its support when at most ``max_fill`` of it is non-zero, the dense ones otherwise. Returns
-    them with the support (``values, distance, col_ptr, row_index``, as :func:`_bump_support`),
-    which the gradients take instead of finding it again."""
+    """Squared distances between the rows of the bump embedding of ``block``, by the branch its
+    support's size selects (module notes), with the support the gradients take instead of finding
+    it again. ``order`` and ``ordered`` are the sorted columns of :func:`_support_by_order`, or
+    empty ``(0, 0)`` for a scan of ``block``."""
     block, order = np.ascontiguousarray(block), np.ascontiguousarray(order)
     ordered = np.ascontiguousarray(ordered)
     radius, amplitude, shape = _contiguous_parameters(radius, amplitude, shape)
-    values, distance, col_ptr, row_index = _bump_support(
-        block, order, ordered, radius, amplitude, shape
-    )
-    if values.size > max_fill * block.size:
-        out = dense_forward(_scatter_columns(values, col_ptr, row_index, block.shape))
+    counts = _column_counts(block, order, ordered, radius)
+    if counts.sum() > max_fill * block.size:
+        phi = _dense_bump(block, radius, amplitude, shape)
+        none = np.empty(0, dtype=np.int64)
+        return dense_forward(phi), phi.ravel(), np.empty(0), none, none
+    col_ptr = _column_pointers(counts)
+    if order.shape[0] == 0:
+        row_index, distance = _support_by_scan(block, radius, col_ptr)
     else:
-        out = sparse_forward(values, col_ptr, row_index, block.shape[0])
+        row_index, distance = _support_by_order(order, ordered, col_ptr, block.shape[0])
+    values = np.empty(row_index.size)
+    for k in range(block.shape[1]):
+        for p in range(col_ptr[k], col_ptr[k + 1]):
+            values[p] = _bump_value(distance[p], radius[k], amplitude[k], shape[k])
+    out = sparse_forward(values, col_ptr, row_index, block.shape[0])
     return out, values, distance, col_ptr, row_index
 
 
 @numba.njit(cache=True)
-def _gradient_on_support(shape, values, col_ptr, row_index, grad, max_fill):
-    """The gradient with respect to the embedding's entries on its support, given ``grad`` with
-    respect to the output of :func:`bump_forward` (by the branch it took), for an embedding of
-    ``shape``."""
-    grad = np.ascontiguousarray(grad)
-    if values.size <= max_fill * shape[0] * shape[1]:
-        return sparse_backward(values, col_ptr, row_index, grad)
-    full = dense_backward(_scatter_columns(values, col_ptr, row_index, shape), grad)
-    g = np.empty(values.size)
-    for k in range(shape[1]):
-        for p in range(col_ptr[k], col_ptr[k + 1]):
-            g[p] = full[row_index[p], k]
-    return g
-
-
-@numba.njit(cache=True)
-def bump_backward(block, radius, amplitude, shape, support, grad, max_fill):
+def bump_backward(block, radius, amplitude, shape, support, grad):
     """Gradients of :func:`bump_forward` with respect to ``radius``, ``amplitude`` and ``shape``
     (each of length ``m``), given ``grad`` with respect to its output and the ``support`` it
     returned."""
     radius, amplitude, shape = _contiguous_parameters(radius, amplitude, shape)
     values, distance, col_ptr, row_index = support
-    g = _gradient_on_support(block.shape, values, col_ptr, row_index, grad, max_fill)
-    m = block.shape[1]
-    d_radius, d_amplitude, d_shape = np.zeros(m), np.zeros(m), np.zeros(m)
-    for k in range(m):
-        for p in range(col_ptr[k], col_ptr[k + 1]):
-            q = distance[p] / radius[k]
-            u = q * q
-            w = 1.0 / (1.0 - u)
-            gb = g[p] * values[p]
-            d_radius[k] += gb * (2.0 * shape[k] * u * w * w / radius[k])
-            d_amplitude[k] += gb / amplitude[k]
-            d_shape[k] -= gb * u * w
-    return d_radius, d_amplitude, d_shape
+    grad = np.ascontiguousarray(grad)
+    n, m = block.shape
+    sums = np.zeros((3, m))  # of g b, g b u w, g b u w**2 by column
+    if col_ptr.size == 0:  # dense: every entry, 0 outside the support
+        phi = values.reshape((n, m))
+        g = dense_backward(phi, grad)
+        for i in range(n):
+            for k in range(m):
+                gb = g[i, k] * phi[i, k]
+                u, w = _u_and_w(block[i, k], radius[k])
+                sums[0, k] += gb
+                sums[1, k] += gb * u * w
+                sums[2, k] += gb * u * w * w
+    else:
+        g = sparse_backward(values, col_ptr, row_index, grad)
+        for k in range(m):
+            for p in range(col_ptr[k], col_ptr[k + 1]):
+                gb = g[p] * values[p]
+                u, w = _u_and_w(distance[p], radius[k])
+                sums[0, k] += gb
+                sums[1, k] += gb * u * w
+                sums[2, k] += gb * u * w * w
+    return _parameter_gradients(sums[0], sums[1], sums[2], radius, amplitude, shape)
 
 
 @numba.njit(cache=True)
-def bump_block_backward(block, radius, amplitude, shape, support, grad, max_fill):
+def bump_block_backward(block, radius, amplitude, shape, support, grad):
     """Gradient of :func:`bump_forward` with respect to ``block``: non-zero on the support only."""
     radius, amplitude, shape = _contiguous_parameters(radius, amplitude, shape)
     values, distance, col_ptr, row_index = support
-    g = _gradient_on_support(block.shape, values, col_ptr, row_index, grad, max_fill)
-    out = np.zeros(block.shape)
-    for k in range(block.shape[1]):
+    grad = np.ascontiguousarray(grad)
+    n, m = block.shape
+    out = np.zeros((n, m))
+    if col_ptr.size == 0:  # dense
+        phi = values.reshape((n, m))
+        g = dense_backward(phi, grad)
+        for i in range(n):
+            for k in range(m):
+                _, w = _u_and_w(block[i, k], radius[k])
+                scale = -2.0 * shape[k] * block[i, k] * w * w / (radius[k] * radius[k])
+                out[i, k] = g[i, k] * phi[i, k] * scale
+        return out
+    g = sparse_backward(values, col_ptr, row_index, grad)
+    for k in range(m):
         for p in range(col_ptr[k], col_ptr[k + 1]):
-            d = distance[p]
-            w = 1.0 / (1.0 - (d / radius[k]) ** 2)
-            out[row_index[p], k] = -g[p] * values[p] * 2.0 * shape[k] * d * w * w / radius[k] ** 2
+            _, w = _u_and_w(distance[p], radius[k])
+            scale = -2.0 * shape[k] * distance[p] * w * w / (radius[k] * radius[k])
+            out[row_index[p], k] = g[p] * values[p] * scale
     return out

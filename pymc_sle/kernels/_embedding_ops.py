@@ -34,12 +34,13 @@ parameter values -- whatever the radius prior (LogNormal included), where no pat
 advance. One Op takes the distance block :math:`D` and the bump parameters, finds the support
 :math:`(d_{ik}/r_k)^2 < 1` -- from every column's distances sorted once when :math:`D` is
 constant (the support is a prefix of each; the work is proportional to the support), by a scan
-otherwise -- evaluates the bump there only, and takes the sparse kernels above when at most
-``max_fill`` of :math:`\Phi` is non-zero, the dense ones otherwise. It returns the support with
-:math:`\Delta`, and its gradient Ops take it from there: the exact chain rule through the bump,
-whose derivatives vanish outside the support (see :mod:`pymc_sle.kernels._embedding_loops`).
-Nothing of size :math:`n \times m` is built on the sparse branch except when the gradient with
-respect to :math:`D` itself is asked for.
+otherwise. When at most ``max_fill`` of :math:`\Phi` is non-zero, it evaluates the bump on the
+support only and takes the sparse kernels above; otherwise it evaluates the bump element-wise on
+the whole block and takes the dense ones. It returns the support (or the dense :math:`\Phi`) with
+:math:`\Delta`, and its gradient Ops take it from there, on the same branch: the exact chain rule
+through the bump, whose derivatives vanish outside the support (see
+:mod:`pymc_sle.kernels._embedding_loops`). Nothing of size :math:`n \times m` is built on the
+sparse branch except when the gradient with respect to :math:`D` itself is asked for.
 """
 
 from __future__ import annotations
@@ -291,23 +292,21 @@ def sparse_squared_distances(values, pattern: SparsePattern) -> pt.TensorVariabl
 _BUMP_INPUTS = ("block", "order", "ordered", "radius", "amplitude", "shape")
 
 
-class _WithMaxFill(Op):
-    """An Op that takes its sparse or dense branch by ``max_fill``, its only property."""
+class _BumpSquaredDistances(Op):
+    """``(block, order, ordered, radius, amplitude, shape) -> (Delta, *support)`` for the bump
+    embedding of a distance block, on its support at the current parameters (module notes). The
+    parameters are ``(m,)``. For a constant block, ``ordered`` holds every column's distances in
+    increasing order and ``order`` their rows, both ``(m, n)``; for a block that can change both
+    are empty ``(0, 0)``, and the support is found by a scan. The support is an auxiliary output
+    for the gradient Ops only (not differentiable; empty on JAX), and tells them the branch the
+    forward took: the embedding's non-zeros, their distances, ``col_ptr`` and ``row_index`` when
+    at most ``max_fill`` of the embedding is non-zero (sparse); the whole embedding, raveled,
+    and three empty vectors otherwise (dense)."""
 
     __props__ = ("max_fill",)
 
     def __init__(self, max_fill: float):
         self.max_fill = float(max_fill)
-
-
-class _BumpSquaredDistances(_WithMaxFill):
-    """``(block, order, ordered, radius, amplitude, shape) -> (Delta, *support)`` for the bump
-    embedding of a distance block, on its support at the current parameters (module notes). The
-    parameters are ``(m,)``. For a constant block, ``ordered`` holds every column's distances in
-    increasing order and ``order`` their rows, both ``(m, n)``; for a block that can change both
-    are empty ``(0, 0)``, and the support is found by a scan. The support -- the embedding's
-    non-zeros, their distances, ``col_ptr`` and ``row_index`` -- is an auxiliary output for the
-    gradient Ops only (not differentiable; empty on JAX)."""
 
     def make_node(self, block, order, ordered, radius, amplitude, shape):
         block, ordered, radius, amplitude, shape = (
@@ -337,10 +336,10 @@ class _BumpSquaredDistances(_WithMaxFill):
         block, _, _, radius, amplitude, shape = inputs
         args = [block, radius, amplitude, shape, *outputs[1:], output_grads[0]]
         return [
-            _BumpSquaredDistancesBlockGrad(self.max_fill)(*args),
+            _BumpSquaredDistancesBlockGrad()(*args),
             disconnected_type(),
             disconnected_type(),
-            *_BumpSquaredDistancesGrad(self.max_fill)(*args),
+            *_BumpSquaredDistancesGrad()(*args),
         ]
 
     def connection_pattern(self, node):
@@ -348,16 +347,18 @@ class _BumpSquaredDistances(_WithMaxFill):
         return [connected, [False] * 5, [False] * 5, connected, connected, connected]
 
 
-class _BumpSquaredDistancesGrad(_WithMaxFill):
+class _BumpSquaredDistancesGrad(Op):
     """Gradients of :class:`_BumpSquaredDistances` with respect to its three parameters, from
     ``(block, radius, amplitude, shape, *support, grad)``."""
+
+    __props__ = ()
 
     def make_node(self, *inputs):
         inputs = [pt.as_tensor_variable(v) for v in inputs]
         return Apply(self, inputs, [v.type() for v in inputs[1:4]])
 
     def perform(self, node, inputs, output_storage):
-        grads = bump_backward(*_backward_arguments(inputs), self.max_fill)
+        grads = bump_backward(*_backward_arguments(inputs))
         for storage, value in zip(output_storage, grads, strict=True):
             storage[0] = value
 
@@ -365,17 +366,19 @@ class _BumpSquaredDistancesGrad(_WithMaxFill):
         return input_shapes[1:4]
 
 
-class _BumpSquaredDistancesBlockGrad(_WithMaxFill):
+class _BumpSquaredDistancesBlockGrad(Op):
     """Gradient of :class:`_BumpSquaredDistances` with respect to the distance block, from the
     same inputs as :class:`_BumpSquaredDistancesGrad`: its own Op, so that a graph whose block
     is a constant never computes it."""
+
+    __props__ = ()
 
     def make_node(self, *inputs):
         inputs = [pt.as_tensor_variable(v) for v in inputs]
         return Apply(self, inputs, [inputs[0].type()])
 
     def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = bump_block_backward(*_backward_arguments(inputs), self.max_fill)
+        output_storage[0][0] = bump_block_backward(*_backward_arguments(inputs))
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [input_shapes[0]]
@@ -402,12 +405,10 @@ def _numba_bump_forward(op, node=None, **kwargs):
 def _register_numba_backward(op_class, kernel) -> None:
     @numba_funcify.register(op_class)
     def funcify(op, node=None, **kwargs):
-        max_fill = op.max_fill
-
         @numba.njit
         def call(block, radius, amplitude, shape, values, distance, col_ptr, row_index, grad):
             support = (values, distance, col_ptr, row_index)
-            return kernel(block, radius, amplitude, shape, support, grad, max_fill)
+            return kernel(block, radius, amplitude, shape, support, grad)
 
         return call
 
