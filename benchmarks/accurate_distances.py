@@ -35,8 +35,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from benchmarks._paths import RESULTS
+from benchmarks._timing import interleaved_ms
 from benchmarks.performance import compile_value_and_grad, problem, radius_for_fill
-from benchmarks.runtime_sparsity import interleaved_ms
 from pymc_sle._lapack import gram_upper, mirror_upper_inplace
 from pymc_sle.kernels import _embedding_ops
 from pymc_sle.kernels._bump import bump

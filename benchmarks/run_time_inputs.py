@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 
 import pymc_sle
 from benchmarks._paths import RESULTS
-from benchmarks.runtime_sparsity import interleaved_ms
+from benchmarks._timing import interleaved_ms
 from pymc_sle import SLE
 from pymc_sle.kernels._inputs import CheckedRows
 

@@ -36,7 +36,6 @@ import importlib.util
 import json
 import os
 import platform
-import time
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +44,7 @@ from threadpoolctl import threadpool_limits
 
 import pymc_sle
 from benchmarks._paths import RESULTS
+from benchmarks._timing import interleaved_ms
 from benchmarks.performance import compile_value_and_grad, problem, radius_for_fill
 from pymc_sle import SLE
 from pymc_sle.baselines import DistanceCovariance
@@ -84,24 +84,6 @@ def build_model(kind: str, D: np.ndarray, y: np.ndarray, fill: float = FILL) -> 
             cov = SLE(D, radius=radius, ls=ls, embedding=kind.removeprefix("sle_"))
         pymc_sle.gp.Marginal(cov_func=eta**2 * cov).marginal_likelihood("y", X=X, y=y, sigma=sigma)
     return model
-
-
-def interleaved_ms(functions: dict, rounds: int, statistic=np.median) -> dict[str, float]:
-    """ms per call of each function (median over rounds by default), timed in rounds after one
-    warm-up, each round in a new (seeded) random order: what runs just before a function
-    changes its time (a model with large dense arrays leaves the allocator and the caches in
-    another state), so no function may always follow the same one."""
-    times = {name: [] for name in functions}
-    for fn in functions.values():
-        fn()
-    names = list(functions)
-    rng = np.random.default_rng(0)
-    for _ in range(rounds):
-        for name in rng.permutation(names):
-            start = time.perf_counter()
-            functions[name]()
-            times[name].append(time.perf_counter() - start)
-    return {name: 1e3 * float(statistic(t)) for name, t in times.items()}
 
 
 def measure(n: int, dense_n: int, backends: dict, rounds: int) -> list[dict]:

@@ -97,15 +97,16 @@ class _DenseSquaredDistances(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         (phi,), (grad,) = inputs, output_grads
-        return [_dense_gradient(phi, grad)]
+        return [_dense_gradient_formula(pt, phi, grad)]
 
 
-def _dense_gradient(phi, grad):
-    """The module's gradient formula, on the centred ``phi`` (the same value: :math:`s = S1`
-    cancels a common shift), where the two terms cancel less."""
+def _dense_gradient_formula(xp, phi, grad):
+    """The module's gradient formula for ``xp`` = pytensor.tensor or jax.numpy, on the centred
+    ``phi`` (the same value: :math:`s = S1` cancels a common shift), where the two terms cancel
+    less. The numba kernel is ``_embedding_loops.dense_backward``."""
     centred = phi - phi.mean(axis=0)
     symmetric = grad + grad.T
-    return 2.0 * (symmetric.sum(axis=1)[:, None] * centred - pt.dot(symmetric, centred))
+    return 2.0 * (symmetric.sum(axis=1)[:, None] * centred - xp.dot(symmetric, centred))
 
 
 @numba_funcify.register(_DenseSquaredDistances)
@@ -494,10 +495,7 @@ def _register_jax() -> None:
     def squared_distances(phi):
         return accurate_squared_distances(phi, phi, symmetric=True)
 
-    def dense_gradient(phi, grad):
-        centred = phi - phi.mean(axis=0)
-        symmetric = grad + grad.T
-        return 2.0 * (symmetric.sum(axis=1)[:, None] * centred - symmetric @ centred)
+    dense_gradient = functools.partial(_dense_gradient_formula, jnp)
 
     @jax_funcify.register(_DenseSquaredDistances)
     def _jax_dense(op, node=None, **kwargs):
