@@ -260,6 +260,28 @@ def test_bump_distances_gradient_equals_finite_differences(mode):
     np.testing.assert_allclose(f(r0)[1] @ direction, numeric, rtol=1e-6)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_bump_gradients_share_one_embedding_gradient(mode):
+    """With respect to the parameters and a symbolic block at once, the products with the
+    upstream gradient (the expensive part of the backward) run once; a constant block has no
+    block gradient at all."""
+    block, radius = pt.dmatrix("block"), pt.dvector("radius")
+
+    def op_counts(block_input, wrt):
+        loss = pt.exp(-bump_squared_distances(block_input, radius, 1.0, 1.0, 0.1)).sum()
+        f = pytensor.function([radius, *wrt], pt.grad(loss, [radius, *wrt]), mode=mode)
+        names = [type(node.op).__name__ for node in f.maker.fgraph.toposort()]
+        return {name: names.count(name) for name in set(names) if name.startswith("_Bump")}
+
+    assert op_counts(block, [block]) == {
+        "_BumpSquaredDistances": 1, "_BumpEmbeddingGrad": 1,
+        "_BumpSquaredDistancesGrad": 1, "_BumpSquaredDistancesBlockGrad": 1,
+    }  # fmt: skip
+    assert op_counts(planar_distances(6, 5, seed=0), []) == {
+        "_BumpSquaredDistances": 1, "_BumpEmbeddingGrad": 1, "_BumpSquaredDistancesGrad": 1,
+    }  # fmt: skip
+
+
 def test_bump_distances_keep_only_the_candidates_below_radius_max():
     D = planar_distances(30, 30, seed=1)
     out = bump_squared_distances(D, pt.dscalar("r"), 1.0, 1.0, max_fill=0.1, radius_max=0.2)

@@ -40,6 +40,7 @@ from pymc_sle._lapack import (
 __all__ = [
     "bump_backward",
     "bump_block_backward",
+    "bump_embedding_backward",
     "bump_forward",
     "by_row",
     "cross_forward",
@@ -432,27 +433,39 @@ def bump_forward(block, order, ordered, radius, amplitude, shape, max_fill):
 
 
 @numba.njit(cache=True)
-def bump_backward(block, radius, amplitude, shape, support, grad):
-    """Gradients of :func:`bump_forward` with respect to ``radius``, ``amplitude`` and ``shape``
-    (each of length ``m``), given ``grad`` with respect to its output and the ``support`` it
-    returned."""
-    radius, amplitude, shape = _contiguous_parameters(radius, amplitude, shape)
-    values, distance, col_ptr, row_index = support
+def bump_embedding_backward(block, support, grad):
+    """The gradient with respect to the embedding's stored entries (laid out as ``support[0]``:
+    the support's values, or the raveled dense embedding), given ``grad`` with respect to the
+    output of :func:`bump_forward` and the ``support`` it returned, for a ``block`` of shape
+    ``(n, m)``. The products with ``grad``, the expensive part of the backward, done once for the
+    gradients with respect to the parameters and to the block."""
+    values, _, col_ptr, row_index = support
     grad = np.ascontiguousarray(grad)
+    if col_ptr.size == 0:  # dense
+        n, m = block.shape
+        return dense_backward(values.reshape((n, m)), grad).ravel()
+    return sparse_backward(values, col_ptr, row_index, grad)
+
+
+@numba.njit(cache=True)
+def bump_backward(block, radius, amplitude, shape, support, g):
+    """Gradients of :func:`bump_forward` with respect to ``radius``, ``amplitude`` and ``shape``
+    (each of length ``m``), given ``g`` with respect to the embedding's stored entries
+    (:func:`bump_embedding_backward`) and the ``support`` the forward returned."""
+    radius, amplitude, shape = _contiguous_parameters(radius, amplitude, shape)
+    values, distance, col_ptr, _ = support
     n, m = block.shape
     sums = np.zeros((3, m))  # of g b, g b u w, g b u w**2 by column
     if col_ptr.size == 0:  # dense: every entry, 0 outside the support
-        phi = values.reshape((n, m))
-        g = dense_backward(phi, grad)
+        phi, g_phi = values.reshape((n, m)), g.reshape((n, m))
         for i in range(n):
             for k in range(m):
-                gb = g[i, k] * phi[i, k]
+                gb = g_phi[i, k] * phi[i, k]
                 u, w = _u_and_w(block[i, k], radius[k])
                 sums[0, k] += gb
                 sums[1, k] += gb * u * w
                 sums[2, k] += gb * u * w * w
     else:
-        g = sparse_backward(values, col_ptr, row_index, grad)
         for k in range(m):
             for p in range(col_ptr[k], col_ptr[k + 1]):
                 gb = g[p] * values[p]
@@ -464,23 +477,21 @@ def bump_backward(block, radius, amplitude, shape, support, grad):
 
 
 @numba.njit(cache=True)
-def bump_block_backward(block, radius, amplitude, shape, support, grad):
-    """Gradient of :func:`bump_forward` with respect to ``block``: non-zero on the support only."""
+def bump_block_backward(block, radius, amplitude, shape, support, g):
+    """Gradient of :func:`bump_forward` with respect to ``block``, from the same arguments as
+    :func:`bump_backward`: non-zero on the support only."""
     radius, amplitude, shape = _contiguous_parameters(radius, amplitude, shape)
     values, distance, col_ptr, row_index = support
-    grad = np.ascontiguousarray(grad)
     n, m = block.shape
     out = np.zeros((n, m))
     if col_ptr.size == 0:  # dense
-        phi = values.reshape((n, m))
-        g = dense_backward(phi, grad)
+        phi, g_phi = values.reshape((n, m)), g.reshape((n, m))
         for i in range(n):
             for k in range(m):
                 _, w = _u_and_w(block[i, k], radius[k])
                 scale = -2.0 * shape[k] * block[i, k] * w * w / (radius[k] * radius[k])
-                out[i, k] = g[i, k] * phi[i, k] * scale
+                out[i, k] = g_phi[i, k] * phi[i, k] * scale
         return out
-    g = sparse_backward(values, col_ptr, row_index, grad)
     for k in range(m):
         for p in range(col_ptr[k], col_ptr[k + 1]):
             _, w = _u_and_w(distance[p], radius[k])

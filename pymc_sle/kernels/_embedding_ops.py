@@ -60,6 +60,7 @@ from pymc_sle.kernels._bump import bump_formula
 from pymc_sle.kernels._embedding_loops import (
     bump_backward,
     bump_block_backward,
+    bump_embedding_backward,
     bump_forward,
     cross_forward,
     dense_forward,
@@ -299,10 +300,12 @@ class _BumpSquaredDistances(Op):
     parameters are ``(m,)``. For a constant block, ``ordered`` holds every column's distances in
     increasing order and ``order`` their rows, both ``(m, n)``; for a block that can change both
     are empty ``(0, 0)``, and the support is found by a scan. The support is an auxiliary output
-    for the gradient Ops only (not differentiable; empty on JAX), and tells them the branch the
-    forward took: the embedding's non-zeros, their distances, ``col_ptr`` and ``row_index`` when
-    at most ``max_fill`` of the embedding is non-zero (sparse); the whole embedding, raveled,
-    and three empty vectors otherwise (dense)."""
+    for the gradient Ops only (not differentiable), and tells them the branch the forward took:
+    the embedding's non-zeros, their distances, ``col_ptr`` and ``row_index`` when at most
+    ``max_fill`` of the embedding is non-zero (sparse); the whole embedding, raveled, and three
+    empty vectors otherwise (dense; always on JAX). The gradient goes through
+    :class:`_BumpEmbeddingGrad` (the products with the upstream gradient, once) to the cheap
+    loops of :class:`_BumpSquaredDistancesGrad` and :class:`_BumpSquaredDistancesBlockGrad`."""
 
     __props__ = ("max_fill",)
 
@@ -335,7 +338,9 @@ class _BumpSquaredDistances(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         block, _, _, radius, amplitude, shape = inputs
-        args = [block, radius, amplitude, shape, *outputs[1:], output_grads[0]]
+        values, _, col_ptr, row_index = outputs[1:]
+        g = _BumpEmbeddingGrad()(block, values, col_ptr, row_index, output_grads[0])
+        args = [block, radius, amplitude, shape, *outputs[1:], g]
         return [
             _BumpSquaredDistancesBlockGrad()(*args),
             disconnected_type(),
@@ -348,9 +353,40 @@ class _BumpSquaredDistances(Op):
         return [connected, [False] * 5, [False] * 5, connected, connected, connected]
 
 
+class _BumpEmbeddingGrad(Op):
+    """``(block, values, col_ptr, row_index, grad) -> g``: the gradient of
+    :class:`_BumpSquaredDistances` with respect to the embedding's stored entries (laid out as
+    ``values``), given ``grad`` with respect to its output. One Op, so that the gradients with
+    respect to the parameters and to the block share it."""
+
+    __props__ = ()
+
+    def make_node(self, *inputs):
+        inputs = [pt.as_tensor_variable(v) for v in inputs]
+        return Apply(self, inputs, [inputs[1].type()])
+
+    def perform(self, node, inputs, output_storage):
+        block, values, col_ptr, row_index, grad = inputs
+        support = (values, np.empty(0), col_ptr, row_index)
+        output_storage[0][0] = bump_embedding_backward(block, support, grad)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[1]]
+
+
+@numba_funcify.register(_BumpEmbeddingGrad)
+def _numba_bump_embedding_backward(op, node=None, **kwargs):
+    @numba.njit
+    def bump_embedding_grad(block, values, col_ptr, row_index, grad):
+        support = (values, np.empty(0), col_ptr, row_index)
+        return bump_embedding_backward(block, support, grad)
+
+    return bump_embedding_grad
+
+
 class _BumpSquaredDistancesGrad(Op):
     """Gradients of :class:`_BumpSquaredDistances` with respect to its three parameters, from
-    ``(block, radius, amplitude, shape, *support, grad)``."""
+    ``(block, radius, amplitude, shape, *support, g)``, ``g`` from :class:`_BumpEmbeddingGrad`."""
 
     __props__ = ()
 
@@ -386,10 +422,10 @@ class _BumpSquaredDistancesBlockGrad(Op):
 
 
 def _backward_arguments(inputs):
-    """The numba kernels' ``(block, radius, amplitude, shape, support, grad)`` from the gradient
+    """The numba kernels' ``(block, radius, amplitude, shape, support, g)`` from the gradient
     Ops' inputs."""
-    block, radius, amplitude, shape, *support, grad = inputs
-    return block, radius, amplitude, shape, tuple(support), grad
+    block, radius, amplitude, shape, *support, g = inputs
+    return block, radius, amplitude, shape, tuple(support), g
 
 
 @numba_funcify.register(_BumpSquaredDistances)
@@ -407,9 +443,9 @@ def _register_numba_backward(op_class, kernel) -> None:
     @numba_funcify.register(op_class)
     def funcify(op, node=None, **kwargs):
         @numba.njit
-        def call(block, radius, amplitude, shape, values, distance, col_ptr, row_index, grad):
+        def call(block, radius, amplitude, shape, values, distance, col_ptr, row_index, g):
             support = (values, distance, col_ptr, row_index)
-            return kernel(block, radius, amplitude, shape, support, grad)
+            return kernel(block, radius, amplitude, shape, support, g)
 
         return call
 
@@ -508,33 +544,42 @@ def _register_jax() -> None:
 
         return cross_squared_distances
 
-    # The bump Ops run dense on JAX: the same values and gradients (the support is a C/NUMBA
-    # speed-up), the gradient through the bump by jax.vjp of the same formula PyTensor uses.
-    def bump_pullback(block, radius, amplitude, shape, grad):
+    # The bump Ops run dense on JAX -- the same values and gradients (the support is a C/NUMBA
+    # speed-up) -- with the dense branch's support, the raveled embedding: the gradient with
+    # respect to it as on that branch, and through the bump by jax.vjp of the formula PyTensor
+    # uses.
+    def bump_pullback(block, radius, amplitude, shape, g):
         bump_of = functools.partial(bump_formula, jnp)
-        phi, pullback = jax.vjp(bump_of, block, radius, amplitude, shape)
-        return pullback(dense_gradient(phi, grad))
+        _, pullback = jax.vjp(bump_of, block, radius, amplitude, shape)
+        return pullback(g.reshape(block.shape))
 
     @jax_funcify.register(_BumpSquaredDistances)
     def _jax_bump_forward(op, node=None, **kwargs):
         def bump_squared_distances(block, order, ordered, radius, amplitude, shape):
             phi = bump_formula(jnp, block, radius, amplitude, shape)
             empty = jnp.zeros(0, dtype=jnp.float64), jnp.zeros(0, dtype=jnp.int64)
-            return squared_distances(phi), empty[0], empty[0], empty[1], empty[1]
+            return squared_distances(phi), phi.ravel(), empty[0], empty[1], empty[1]
 
         return bump_squared_distances
 
+    @jax_funcify.register(_BumpEmbeddingGrad)
+    def _jax_bump_embedding_backward(op, node=None, **kwargs):
+        def bump_embedding_grad(block, values, col_ptr, row_index, grad):
+            return dense_gradient(values.reshape(block.shape), grad).ravel()
+
+        return bump_embedding_grad
+
     @jax_funcify.register(_BumpSquaredDistancesGrad)
     def _jax_bump_backward(op, node=None, **kwargs):
-        def bump_squared_distances_grad(block, radius, amplitude, shape, *support_and_grad):
-            return bump_pullback(block, radius, amplitude, shape, support_and_grad[-1])[1:]
+        def bump_squared_distances_grad(block, radius, amplitude, shape, *support_and_g):
+            return bump_pullback(block, radius, amplitude, shape, support_and_g[-1])[1:]
 
         return bump_squared_distances_grad
 
     @jax_funcify.register(_BumpSquaredDistancesBlockGrad)
     def _jax_bump_block_backward(op, node=None, **kwargs):
-        def bump_squared_distances_block_grad(block, radius, amplitude, shape, *support_and_grad):
-            return bump_pullback(block, radius, amplitude, shape, support_and_grad[-1])[0]
+        def bump_squared_distances_block_grad(block, radius, amplitude, shape, *support_and_g):
+            return bump_pullback(block, radius, amplitude, shape, support_and_g[-1])[0]
 
         return bump_squared_distances_block_grad
 
