@@ -367,7 +367,7 @@ def _bump_value(d, r, a, beta):
 def _u_and_w(d, r):
     """``(u, w)`` of the module notes at distance ``d`` inside the support; ``(0, 1)`` outside,
     where the bump is 0 and any finite pair makes its derivatives 0 (a select, not a branch: the
-    dense loops vectorise)."""
+    dense loops run without mispredicted jumps over an irregular support)."""
     q = d / r
     u = q * q
     u = u if u < 1.0 else 0.0
