@@ -433,13 +433,12 @@ def bump_forward(block, order, ordered, radius, amplitude, shape, max_fill):
 
 
 @numba.njit(cache=True)
-def bump_embedding_backward(block, support, grad):
-    """The gradient with respect to the embedding's stored entries (laid out as ``support[0]``:
-    the support's values, or the raveled dense embedding), given ``grad`` with respect to the
-    output of :func:`bump_forward` and the ``support`` it returned, for a ``block`` of shape
-    ``(n, m)``. The products with ``grad``, the expensive part of the backward, done once for the
-    gradients with respect to the parameters and to the block."""
-    values, _, col_ptr, row_index = support
+def bump_embedding_backward(block, values, col_ptr, row_index, grad):
+    """The gradient with respect to the embedding's stored entries ``values`` (the support's
+    values, or the raveled dense embedding), given ``grad`` with respect to the output of
+    :func:`bump_forward` and the support it returned, for a ``block`` of shape ``(n, m)``. The
+    products with ``grad``, the expensive part of the backward, done once for the gradients with
+    respect to the parameters and to the block."""
     grad = np.ascontiguousarray(grad)
     if col_ptr.size == 0:  # dense
         n, m = block.shape

@@ -366,9 +366,7 @@ class _BumpEmbeddingGrad(Op):
         return Apply(self, inputs, [inputs[1].type()])
 
     def perform(self, node, inputs, output_storage):
-        block, values, col_ptr, row_index, grad = inputs
-        support = (values, np.empty(0), col_ptr, row_index)
-        output_storage[0][0] = bump_embedding_backward(block, support, grad)
+        output_storage[0][0] = bump_embedding_backward(*inputs)
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [input_shapes[1]]
@@ -376,12 +374,7 @@ class _BumpEmbeddingGrad(Op):
 
 @numba_funcify.register(_BumpEmbeddingGrad)
 def _numba_bump_embedding_backward(op, node=None, **kwargs):
-    @numba.njit
-    def bump_embedding_grad(block, values, col_ptr, row_index, grad):
-        support = (values, np.empty(0), col_ptr, row_index)
-        return bump_embedding_backward(block, support, grad)
-
-    return bump_embedding_grad
+    return bump_embedding_backward
 
 
 class _BumpSquaredDistancesGrad(Op):
