@@ -447,6 +447,23 @@ def bump_embedding_backward(block, values, col_ptr, row_index, grad):
 
 
 @numba.njit(cache=True)
+def _add_parameter_terms(sums, k, gb, d, r):
+    """Adds one entry's ``g b``, ``g b u w`` and ``g b u w**2`` to column ``k`` of ``sums``."""
+    u, w = _u_and_w(d, r)
+    gbuw = gb * u * w
+    sums[0, k] += gb
+    sums[1, k] += gbuw
+    sums[2, k] += gbuw * w
+
+
+@numba.njit(cache=True)
+def _block_term(gb, d, r, beta):
+    """One entry's gradient with respect to the distance ``d``, given ``g b``."""
+    _, w = _u_and_w(d, r)
+    return -2.0 * beta * d * w * w / (r * r) * gb
+
+
+@numba.njit(cache=True)
 def bump_backward(block, radius, amplitude, shape, support, g):
     """Gradients of :func:`bump_forward` with respect to ``radius``, ``amplitude`` and ``shape``
     (each of length ``m``), given ``g`` with respect to the embedding's stored entries
@@ -454,24 +471,16 @@ def bump_backward(block, radius, amplitude, shape, support, g):
     radius, amplitude, shape = _contiguous_parameters(radius, amplitude, shape)
     values, distance, col_ptr, _ = support
     n, m = block.shape
-    sums = np.zeros((3, m))  # of g b, g b u w, g b u w**2 by column
+    sums = np.zeros((3, m))
     if col_ptr.size == 0:  # dense: every entry, 0 outside the support
         phi, g_phi = values.reshape((n, m)), g.reshape((n, m))
         for i in range(n):
             for k in range(m):
-                gb = g_phi[i, k] * phi[i, k]
-                u, w = _u_and_w(block[i, k], radius[k])
-                sums[0, k] += gb
-                sums[1, k] += gb * u * w
-                sums[2, k] += gb * u * w * w
+                _add_parameter_terms(sums, k, g_phi[i, k] * phi[i, k], block[i, k], radius[k])
     else:
         for k in range(m):
             for p in range(col_ptr[k], col_ptr[k + 1]):
-                gb = g[p] * values[p]
-                u, w = _u_and_w(distance[p], radius[k])
-                sums[0, k] += gb
-                sums[1, k] += gb * u * w
-                sums[2, k] += gb * u * w * w
+                _add_parameter_terms(sums, k, g[p] * values[p], distance[p], radius[k])
     return _parameter_gradients(sums[0], sums[1], sums[2], radius, amplitude, shape)
 
 
@@ -487,13 +496,11 @@ def bump_block_backward(block, radius, amplitude, shape, support, g):
         phi, g_phi = values.reshape((n, m)), g.reshape((n, m))
         for i in range(n):
             for k in range(m):
-                _, w = _u_and_w(block[i, k], radius[k])
-                scale = -2.0 * shape[k] * block[i, k] * w * w / (radius[k] * radius[k])
-                out[i, k] = g_phi[i, k] * phi[i, k] * scale
+                gb = g_phi[i, k] * phi[i, k]
+                out[i, k] = _block_term(gb, block[i, k], radius[k], shape[k])
         return out
     for k in range(m):
         for p in range(col_ptr[k], col_ptr[k + 1]):
-            _, w = _u_and_w(distance[p], radius[k])
-            scale = -2.0 * shape[k] * distance[p] * w * w / (radius[k] * radius[k])
-            out[row_index[p], k] = g[p] * values[p] * scale
+            gb = g[p] * values[p]
+            out[row_index[p], k] = _block_term(gb, distance[p], radius[k], shape[k])
     return out
