@@ -64,3 +64,12 @@ with pm.Model() as model:
 # the test points: RMSE, CRPS, the coverage of the 95 % predictive interval (PICP) and NLPD.
 print(az.summary(idata, var_names=["radius", "ls", "eta", "sigma"]).to_string())
 print(sle.metrics.evaluate(idata, data.y_test, "y_test"))
+
+# %%
+# Calibration without a test set: the exact leave-one-out predictive of every training point at
+# every posterior draw (a GP's marginal likelihood has no pointwise form, so ``az.loo`` needs
+# these). ``az.loo`` reads them from ``idata.log_likelihood``; the share of training points inside
+# their 95 % LOO interval estimates the intervals' coverage (``exact_loo``'s notes).
+loo = sle.evaluation.loo.exact_loo(idata, gp, var_name="y", model=model)
+print(az.loo(idata))
+print(f"LOO coverage of the 95 % intervals: {loo.coverage(0.95):.3f}")

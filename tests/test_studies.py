@@ -336,3 +336,15 @@ def test_picp_spread_oracle_of_independent_values_is_the_prior():
     assert tail_probability(redraws, 0.91) == 0.25  # below the band: as little or less
     assert tail_probability(redraws, 0.98) == 0.25  # above it: as much or more
     assert np.isnan(tail_probability(redraws, 0.95))
+
+
+def test_loo_calibration_quick(run_study):
+    out = run_study("loo_calibration")
+    table = rows(out / "loo_calibration.csv")
+    fits = [(r["benchmark"], r["model"]) for r in table]
+    assert fits == [("one_d", "SLE"), ("one_d", "baseline")]
+    for r in table:
+        assert 0.0 <= float(r["loo_coverage"]) <= 1.0 and 0.0 <= float(r["test_picp"]) <= 1.0
+        assert np.isfinite(float(r["elpd_loo_per_point"]))
+    summary = json.loads((out / "loo_calibration.json").read_text())["summary"]
+    assert summary["SLE"]["fits"] == summary["baseline"]["fits"] == 1

@@ -4,9 +4,11 @@
 - :mod:`~pymc_sle.evaluation.diagnostics` -- is a Gram matrix PSD, and how well conditioned
   (also ``pymc_sle.diagnostics``);
 - :mod:`~pymc_sle.evaluation.holdout` -- sample a GP with NUTS, predict held-out points, score
-  them and report convergence: the routine the demo and the benchmarks share.
+  them and report convergence: the routine the demo and the benchmarks share;
+- :mod:`~pymc_sle.evaluation.loo` -- exact leave-one-out densities and PIT of a marginal GP at
+  every posterior draw: ``arviz.loo`` on a GP, and interval coverage without a test set.
 """
 
-from pymc_sle.evaluation import diagnostics, holdout, metrics
+from pymc_sle.evaluation import diagnostics, holdout, loo, metrics
 
-__all__ = ["diagnostics", "holdout", "metrics"]
+__all__ = ["diagnostics", "holdout", "loo", "metrics"]

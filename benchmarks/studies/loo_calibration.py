@@ -1,0 +1,224 @@
+"""Can a user see SLE's interval shortfall without a test set? Exact LOO coverage vs test PICP.
+
+The NUTS benchmark (``benchmarks/nuts_convergence.py``) finds SLE's 95 % PICP below the
+[0.92, 0.97] band on some Teddy and SAXS splits while its chains agree; a user has no test set
+to find that out. ``pymc_sle.evaluation.loo.exact_loo`` gives each training observation's exact
+leave-one-out predictive at every posterior draw, Pareto-smoothed over the draws: the share of
+its LOO PIT values inside [0.025, 0.975] estimates the 95 % coverage from the training data
+alone. This study fits the benchmark's models on its splits -- the README recipe (``sle_priors``,
+``sample_basins``, nutpie) and the benchmark's baseline (PyMC's NUTS) -- with ``STUDY_NUTS``
+(4 chains x (500 tune + 500 draws), half the benchmark's, enough for coverage) and reports, per
+fit, the test PICP, the LOO coverage, their difference, the largest Pareto k, ``elpd_loo`` per
+observation and the chains' r-hat and bulk ESS. If the LOO coverage tracks the test PICP, a user
+can check calibration on their own data.
+
+Fits are appended to ``loo_calibration.csv`` as they finish, and a rerun skips the fits it holds
+(``--refit`` redoes them), so the study can run in pieces.
+Writes benchmarks/results/studies/loo_calibration.{csv,json,md,png}.
+
+``--quick``: the 1-D benchmark, one split, short chains.
+
+Run:  python -m benchmarks.studies.loo_calibration [--quick] [--benchmarks one_d teddy_200 ...]
+      [--mesh PATH] [--cache DIR] [--refit] [--summary-only]
+"""
+
+from __future__ import annotations
+
+import csv
+import warnings
+from dataclasses import replace
+
+import arviz as az
+import numpy as np
+
+from benchmarks import nuts_convergence
+from benchmarks._paths import SHARED_DATA
+from benchmarks.paper.models import build
+from benchmarks.studies.common import (
+    markdown_rows,
+    parser,
+    pyplot,
+    save_figure,
+    write_json,
+    write_markdown,
+)
+from pymc_sle.evaluation.holdout import NutsSettings, fit_and_score
+from pymc_sle.evaluation.loo import exact_loo
+
+STUDY_NUTS = NutsSettings(draws=500, tune=500, chains=4, cores=2, seed=1, predictive_draws=500)
+BENCHMARKS = ("one_d", "strings", "teddy_200", "saxs")
+#: The samplers, as the NUTS benchmark runs each model.
+SAMPLERS = {"SLE": "nutpie", "baseline": "pymc"}
+COLUMNS = ["benchmark", "split", "model", "spec", "test_picp", "loo_coverage", "pareto_k_max",
+           "elpd_loo_per_point", "r_hat_max", "ess_bulk_min"]  # fmt: skip
+
+
+def fit(bench, ctx, model_name: str, settings: NutsSettings) -> dict:
+    """One model on one split: sampled, scored on the test set and checked by exact LOO."""
+    y_test = bench.problem.y[bench.problem.test]
+    if model_name == "SLE":
+        offset = float(ctx.y_train.mean())
+        model, gp, priors, _ = nuts_convergence.sle_model(bench, ctx, offset)
+        spec = "SLE"
+    else:
+        offset, priors = 0.0, None
+        model, gp, _ = build(bench.baseline, ctx)
+        spec = bench.baseline.name
+    run = replace(settings, nuts_sampler=SAMPLERS[model_name])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # ArviZ's refactor notice
+        result = fit_and_score(model, gp, ctx.X_test, y_test - offset, run, priors=priors)
+    loo = exact_loo(result.idata, gp, var_name="y", model=model)
+    log_lik = loo.log_likelihood.values.reshape(-1, loo.pit.size)
+    return {
+        "benchmark": bench.name, "split": ctx.trial.draw, "model": model_name, "spec": spec,
+        "test_picp": result.scores["picp"], "loo_coverage": loo.coverage(0.95),
+        "pareto_k_max": float(np.max(loo.pareto_k)),
+        "elpd_loo_per_point": _elpd_per_point(log_lik),
+        "r_hat_max": result.diagnostics["r_hat_max"],
+        "ess_bulk_min": result.diagnostics["ess_bulk_min"],
+    }  # fmt: skip
+
+
+def _elpd_per_point(log_lik: np.ndarray) -> float:
+    """PSIS-LOO's expected log predictive density, averaged over the observations, from the
+    ``(samples, n)`` LOO log densities."""
+    log_weights, _ = az.psislw(-log_lik.T, reff=1.0)
+    per_point = np.logaddexp.reduce(log_weights + log_lik.T, axis=1)
+    return float(np.mean(per_point))
+
+
+def read_rows(path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        row["split"] = int(row["split"])
+        for key in COLUMNS[4:]:
+            row[key] = float(row[key])
+    return rows
+
+
+def write_rows(path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def figure(rows: list[dict], path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.2, 5.4))
+    names = sorted({r["benchmark"] for r in rows})
+    markers = dict(zip(names, "osD^v<>", strict=False))
+    for model, colour in (("SLE", "tab:blue"), ("baseline", "tab:orange")):
+        for name in names:
+            chosen = [r for r in rows if r["model"] == model and r["benchmark"] == name]
+            ax.scatter([r["loo_coverage"] for r in chosen], [r["test_picp"] for r in chosen],
+                       c=colour, marker=markers[name], label=f"{model}, {name}")  # fmt: skip
+    values = [v for r in rows for v in (r["loo_coverage"], r["test_picp"])]
+    low, high = min([*values, 0.9]) - 0.01, max([*values, 0.98]) + 0.01
+    ax.plot([low, high], [low, high], color="k", lw=0.8, label="LOO coverage = test PICP")
+    ax.axhspan(0.92, 0.97, color="0.9", zorder=0, label="target band")
+    ax.set(xlim=(low, high), ylim=(low, high), xlabel="exact LOO coverage of the 95 % intervals",
+           ylabel="test PICP of the 95 % intervals")  # fmt: skip
+    ax.legend(fontsize=7, loc="upper left")
+    save_figure(fig, path)
+
+
+def summarise(rows: list[dict], out, settings: NutsSettings) -> None:
+    rows = sorted(rows, key=lambda r: (BENCHMARKS.index(r["benchmark"])
+                                       if r["benchmark"] in BENCHMARKS else 99,
+                                       r["model"] != "SLE", r["split"]))  # fmt: skip
+    gaps = {
+        model: np.array([r["test_picp"] - r["loo_coverage"] for r in rows if r["model"] == model])
+        for model in SAMPLERS
+    }
+    below = {
+        model: [(r["test_picp"] < 0.92, r["loo_coverage"] < 0.93) for r in rows
+                if r["model"] == model]
+        for model in SAMPLERS
+    }  # fmt: skip
+    stats = {
+        model: {
+            "fits": int(gap.size),
+            "mean_gap": float(gap.mean()) if gap.size else None,
+            "mean_abs_gap": float(np.abs(gap).mean()) if gap.size else None,
+            "test_below_band": int(sum(t for t, _ in below[model])),
+            "test_below_band_flagged": int(sum(t and f for t, f in below[model])),
+            "flagged": int(sum(f for _, f in below[model])),
+        }
+        for model, gap in gaps.items()
+    }
+    write_json(out / "loo_calibration.json", {"settings": settings.__dict__, "rows": rows,
+                                              "summary": stats})  # fmt: skip
+    figure(rows, out / "loo_calibration.png")
+    table = markdown_rows(
+        ["benchmark", "model", "split", "test PICP", "LOO coverage", "test - LOO",
+         "max Pareto k", "elpd_loo / point", "r̂ max", "min bulk ESS"],
+        [[r["benchmark"], r["spec"], r["split"], f"{r['test_picp']:.3f}",
+          f"{r['loo_coverage']:.3f}", f"{r['test_picp'] - r['loo_coverage']:+.3f}",
+          f"{r['pareto_k_max']:.2f}", f"{r['elpd_loo_per_point']:.3f}",
+          f"{r['r_hat_max']:.3f}", f"{r['ess_bulk_min']:.0f}"] for r in rows],
+    )  # fmt: skip
+    summary = markdown_rows(
+        ["model", "fits", "mean test - LOO", "mean |test - LOO|", "test PICP < 0.92",
+         "... of them with LOO coverage < 0.93", "LOO coverage < 0.93"],
+        [[m, s["fits"], f"{s['mean_gap']:+.3f}" if s["fits"] else "-",
+          f"{s['mean_abs_gap']:.3f}" if s["fits"] else "-", s["test_below_band"],
+          s["test_below_band_flagged"], s["flagged"]] for m, s in stats.items()],
+    )  # fmt: skip
+    write_markdown(
+        out / "loo_calibration.md",
+        "Exact LOO coverage against test PICP",
+        [
+            "Generated by `python -m benchmarks.studies.loo_calibration`. NUTS "
+            f"{settings.chains} chains x ({settings.tune} tune + {settings.draws} draws); SLE is "
+            "the README recipe (nutpie), the baseline the NUTS benchmark's (PyMC). `LOO "
+            "coverage`: the share of training observations whose exact LOO PIT "
+            "(`pymc_sle.evaluation.loo.exact_loo`) lies in [0.025, 0.975], from the training "
+            "data alone. What the script does: see its docstring.",
+            "",
+            *summary,
+            "",
+            "![LOO coverage against test PICP](loo_calibration.png)",
+            "",
+            *table,
+        ],
+    )
+
+
+def main(argv=None) -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--mesh", default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
+    p.add_argument("--benchmarks", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
+    p.add_argument("--refit", action="store_true", help="redo the fits the CSV already holds")
+    p.add_argument("--summary-only", action="store_true", help="rewrite the summary from the CSV")
+    args = p.parse_args(argv)
+    settings = nuts_convergence.QUICK_NUTS if args.quick else STUDY_NUTS
+    names, n_splits = (["one_d"], 1) if args.quick else (args.benchmarks, nuts_convergence.N_SPLITS)
+    path = args.out / "loo_calibration.csv"
+    rows = read_rows(path)
+    if not args.summary_only:
+        args.bunny_mesh = None  # the bunny is not studied
+        for name in names:
+            bench = nuts_convergence.BENCHMARKS[name](args.quick, args)
+            for ctx in bench.contexts(n_splits):
+                for model_name in SAMPLERS:
+                    key = (name, ctx.trial.draw, model_name)
+                    held = [r for r in rows if (r["benchmark"], r["split"], r["model"]) == key]
+                    if held and not args.refit:
+                        continue
+                    row = fit(bench, ctx, model_name, settings)
+                    rows = [r for r in rows if r not in held] + [row]
+                    write_rows(path, rows)
+                    print(f"{name} split {ctx.trial.draw} {model_name}: test PICP "
+                          f"{row['test_picp']:.3f}, LOO {row['loo_coverage']:.3f}",
+                          flush=True)  # fmt: skip
+    summarise(rows, args.out, settings)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+r"""Exact leave-one-out predictive checks of a marginal GP, per posterior draw.
+
+A marginal GP's observations form one multivariate normal, so the pointwise log-likelihood that
+``arviz.loo`` needs does not exist: ``pm.compute_log_likelihood`` gives one joint value per draw,
+and ArviZ would treat the whole data set as one observation. For a Gaussian likelihood the
+leave-one-out predictive given the hyperparameters :math:`\theta` is closed-form (Rasmussen and
+Williams 2006, Sec. 5.4.2): with :math:`C = K(X, X) + \Sigma_{\text{noise}}` (jittered as the
+likelihood builds it), :math:`g = C^{-1}(y - m(X))` and :math:`\bar c_i = [C^{-1}]_{ii}`,
+
+.. math::
+
+    y_i \mid y_{-i}, \theta \sim \mathcal N\!\left(y_i - g_i / \bar c_i,\; 1 / \bar c_i\right),
+    \qquad
+    \log p(y_i \mid y_{-i}, \theta) = -\tfrac12 \log 2\pi + \tfrac12 \log \bar c_i
+    - \tfrac12\, g_i^2 / \bar c_i .
+
+Bürkner, Gabry and Vehtari (2021, "Efficient leave-one-out cross-validation for Bayesian
+non-factorized normal and Student-t models", *Computational Statistics* 36) show that these
+conditional densities, used as the pointwise log-likelihood, make PSIS-LOO exact for such
+models up to the importance sampling over :math:`\theta`. :func:`exact_loo` computes them at
+every posterior draw and stores them in ``idata.log_likelihood``, so ``arviz.loo`` and
+``arviz.compare`` work on a GP, and returns the LOO probability integral transform (PIT) of each
+observation, :math:`\sum_s w_{is}\,\Phi\big(g_{is} / \sqrt{\bar c_{is}}\big)` with the
+Pareto-smoothed weights :math:`w_{is}`: uniform on [0, 1] for a calibrated model, so the share
+of PIT values inside :math:`[\alpha/2, 1 - \alpha/2]` estimates the coverage of the central
+:math:`1 - \alpha` predictive interval without a test set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from pymc.gp.util import JITTER_DEFAULT
+from pytensor.graph.traversal import ancestors
+from scipy import stats
+from threadpoolctl import threadpool_limits
+
+from pymc_sle._pymc_compat import build_marginal_likelihood
+from pymc_sle._validation import constant_value
+
+__all__ = ["ExactLOO", "exact_loo"]
+
+
+@dataclass(frozen=True)
+class ExactLOO:
+    """The leave-one-out predictive checks of :func:`exact_loo`.
+
+    Attributes
+    ----------
+    log_likelihood : xarray.DataArray
+        :math:`\\log p(y_i \\mid y_{-i}, \\theta)` with dims ``(chain, draw, <var_name>_dim_0)``,
+        as stored in ``idata.log_likelihood``.
+    pit : numpy.ndarray of shape (n,)
+        The LOO probability integral transform of each observation.
+    pareto_k : numpy.ndarray of shape (n,)
+        The Pareto shape of each observation's importance weights: the PIT (and ``arviz.loo``)
+        are reliable where it is below 0.7.
+    """
+
+    log_likelihood: xr.DataArray
+    pit: np.ndarray
+    pareto_k: np.ndarray
+
+    def coverage(self, level: float = 0.95) -> float:
+        """The share of observations inside their central ``level`` LOO predictive interval."""
+        if not 0.0 < level < 1.0:
+            raise ValueError(f"`level` must be in (0, 1), got {level!r}")
+        tail = (1.0 - level) / 2.0
+        return float(np.mean((self.pit > tail) & (self.pit < 1.0 - tail)))
+
+
+def _observed_data(model: pm.Model, var_name: str) -> np.ndarray:
+    """The observations of ``model``'s observed variable ``var_name`` (1-D)."""
+    names = [rv.name for rv in model.observed_RVs]
+    if var_name not in names:
+        raise ValueError(
+            f"`var_name` must name an observed variable of the model ({names}), got {var_name!r}"
+        )
+    y = constant_value(model.rvs_to_values[model[var_name]])
+    if y is None or y.ndim != 1:
+        raise ValueError(
+            f"`var_name` {var_name!r} must hold one output of shape (n,) for an exact LOO, "
+            f"but its observations have shape {None if y is None else y.shape}"
+        )
+    return y
+
+
+def _loo_function(model: pm.Model, gp: pm.gp.Marginal, jitter: float):
+    """A compiled function from the free variables the GP depends on to ``(g, cbar)``, and the
+    names of those variables in the order it takes them."""
+    mean, cov = build_marginal_likelihood(gp, gp.X, gp.sigma, jitter)
+    precision = pt.linalg.inv(cov)
+    g = precision @ (pt.as_tensor(gp.y) - mean)
+    outputs = [g, pt.diagonal(precision)]
+    inputs = [rv for rv in model.free_RVs if rv in set(ancestors(outputs))]
+    return pm.compile(inputs, outputs, allow_input_downcast=True), [rv.name for rv in inputs]
+
+
+def exact_loo(
+    idata: az.InferenceData,
+    gp: pm.gp.Marginal,
+    *,
+    var_name: str,
+    model: pm.Model | None = None,
+    jitter: float = JITTER_DEFAULT,
+    overwrite: bool = False,
+) -> ExactLOO:
+    r"""Exact leave-one-out predictive densities and PIT of a marginal GP at every posterior draw.
+
+    See the module notes for the formulas. Costs one inversion of the ``n x n`` training
+    covariance per posterior draw (about 10 ms at n = 400): thin ``idata`` first for long runs.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Posterior of ``model`` (``pm.sample`` or :func:`pymc_sle.inference.sample_basins`).
+        Its ``log_likelihood`` group gets the variable ``var_name``.
+    gp : pymc.gp.Marginal
+        The GP whose ``marginal_likelihood`` observed ``var_name`` (``pm.gp.Marginal`` or
+        :class:`pymc_sle.gp.Marginal`), with a one-dimensional ``y``.
+    var_name : str
+        The name given to ``gp.marginal_likelihood``.
+    model : pymc.Model, optional
+        Defaults to the model on the context stack.
+    jitter : float
+        Added to the covariance's diagonal, as in ``gp.marginal_likelihood``: pass the same.
+    overwrite : bool, default False
+        Replace an existing ``idata.log_likelihood[var_name]`` (for instance the joint density
+        that ``pm.sample(idata_kwargs={"log_likelihood": True})`` stores, which has no
+        pointwise form); without it an existing variable is an error.
+
+    Returns
+    -------
+    ExactLOO
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> loo = exact_loo(idata, gp, var_name="y", model=model)  # doctest: +SKIP
+    >>> az.loo(idata), loo.coverage(0.95)  # doctest: +SKIP
+    """
+    model = pm.modelcontext(model)
+    if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
+        raise TypeError(
+            f"`idata` must be an arviz.InferenceData with a posterior group, got {type(idata)!r}"
+        )
+    if getattr(gp, "X", None) is None or not isinstance(gp, pm.gp.Marginal):
+        raise ValueError(
+            "`gp` must be a pm.gp.Marginal whose marginal_likelihood has been called, got "
+            f"{type(gp).__name__}"
+        )
+    y = _observed_data(model, var_name)
+    gp_y = constant_value(gp.y)
+    if gp_y is None or gp_y.shape != y.shape or not np.array_equal(gp_y, y):
+        raise ValueError(
+            f"`var_name` {var_name!r} must be the variable observed by `gp`'s "
+            "marginal_likelihood; its observations differ from the GP's `y`"
+        )
+    if "log_likelihood" in idata.groups() and var_name in idata.log_likelihood and not overwrite:
+        raise ValueError(
+            f"`idata.log_likelihood` already holds {var_name!r}; pass overwrite=True to replace it"
+        )
+    function, names = _loo_function(model, gp, jitter)
+    missing = [name for name in names if name not in idata.posterior]
+    if missing:
+        raise ValueError(f"`idata.posterior` must hold the model's variables {missing}")
+    posterior = idata.posterior
+    chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    values = [posterior[name].values.reshape(chains * draws, *posterior[name].shape[2:])
+              for name in names]  # fmt: skip
+    g, cbar = np.empty((2, chains * draws, y.size))
+    with threadpool_limits(limits=1, user_api="blas"):
+        for s in range(chains * draws):
+            g[s], cbar[s] = function(*(v[s] for v in values))
+    if not np.all(cbar > 0.0):
+        raise ValueError(
+            "the training covariance is not positive definite at some posterior draws; "
+            "increase `jitter`"
+        )
+    z = g / np.sqrt(cbar)
+    log_lik = -0.5 * np.log(2.0 * np.pi) + 0.5 * np.log(cbar) - 0.5 * z**2
+    dim = f"{var_name}_dim_0"
+    array = xr.DataArray(
+        log_lik.reshape(chains, draws, y.size),
+        dims=("chain", "draw", dim),
+        coords={"chain": posterior.chain, "draw": posterior.draw, dim: np.arange(y.size)},
+        name=var_name,
+    )
+    if "log_likelihood" in idata.groups():
+        idata.log_likelihood[var_name] = array
+    else:
+        idata.add_groups(log_likelihood=xr.Dataset({var_name: array}))
+    log_weights, pareto_k = az.psislw(-log_lik.T, reff=1.0)
+    pit = np.sum(np.exp(log_weights) * stats.norm.cdf(z.T), axis=1)
+    return ExactLOO(log_likelihood=array, pit=np.clip(pit, 0.0, 1.0), pareto_k=pareto_k)
