@@ -48,7 +48,7 @@ __all__ = ["ExactLOO", "exact_loo"]
 
 @dataclass(frozen=True)
 class ExactLOO:
-    """The leave-one-out predictive checks of :func:`exact_loo`.
+    """The leave-one-out predictive checks of :func:`~pymc_sle.evaluation.loo.exact_loo`.
 
     Attributes
     ----------
