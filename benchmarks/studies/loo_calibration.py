@@ -9,8 +9,8 @@ alone. This study fits the benchmark's models on its splits -- the README recipe
 ``sample_basins``, nutpie) and the benchmark's baseline (PyMC's NUTS) -- with ``STUDY_NUTS``
 (4 chains x (500 tune + 500 draws), half the benchmark's, enough for coverage) and reports, per
 fit, the test PICP, the LOO coverage, their difference, the largest Pareto k, ``elpd_loo`` per
-observation and the chains' r-hat and bulk ESS. If the LOO coverage tracks the test PICP, a user
-can check calibration on their own data.
+observation, the chains' r-hat and bulk ESS, and how long ``exact_loo`` took. If the LOO
+coverage tracks the test PICP, a user can check calibration on their own data.
 
 Fits are appended to ``loo_calibration.csv`` as they finish, and a rerun skips the fits it holds
 (``--refit`` redoes them), so the study can run in pieces.
@@ -25,6 +25,7 @@ Run:  python -m benchmarks.studies.loo_calibration [--quick] [--benchmarks one_d
 from __future__ import annotations
 
 import csv
+import time
 import warnings
 from dataclasses import replace
 
@@ -50,7 +51,8 @@ BENCHMARKS = ("one_d", "strings", "teddy_200", "saxs")
 #: The samplers, as the NUTS benchmark runs each model.
 SAMPLERS = {"SLE": "nutpie", "baseline": "pymc"}
 COLUMNS = ["benchmark", "split", "model", "spec", "test_picp", "loo_coverage", "pareto_k_max",
-           "elpd_loo_per_point", "r_hat_max", "ess_bulk_min"]  # fmt: skip
+           "elpd_loo_per_point", "r_hat_max", "ess_bulk_min", "n_train", "draws",
+           "loo_s"]  # fmt: skip
 
 
 def fit(bench, ctx, model_name: str, settings: NutsSettings) -> dict:
@@ -68,7 +70,9 @@ def fit(bench, ctx, model_name: str, settings: NutsSettings) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # ArviZ's refactor notice
         result = fit_and_score(model, gp, ctx.X_test, y_test - offset, run, priors=priors)
+    start = time.perf_counter()
     loo = exact_loo(result.idata, gp, var_name="y", model=model)
+    loo_seconds = time.perf_counter() - start
     log_lik = loo.log_likelihood.values.reshape(-1, loo.pit.size)
     return {
         "benchmark": bench.name, "split": ctx.trial.draw, "model": model_name, "spec": spec,
@@ -76,7 +80,9 @@ def fit(bench, ctx, model_name: str, settings: NutsSettings) -> dict:
         "pareto_k_max": float(np.max(loo.pareto_k)),
         "elpd_loo_per_point": _elpd_per_point(log_lik),
         "r_hat_max": result.diagnostics["r_hat_max"],
-        "ess_bulk_min": result.diagnostics["ess_bulk_min"],
+        "ess_bulk_min": result.diagnostics["ess_bulk_min"], "n_train": ctx.n_train,
+        "draws": loo.log_likelihood.sizes["chain"] * loo.log_likelihood.sizes["draw"],
+        "loo_s": loo_seconds,
     }  # fmt: skip
 
 
@@ -157,11 +163,13 @@ def summarise(rows: list[dict], out, settings: NutsSettings) -> None:
     figure(rows, out / "loo_calibration.png")
     table = markdown_rows(
         ["benchmark", "model", "split", "test PICP", "LOO coverage", "test - LOO",
-         "max Pareto k", "elpd_loo / point", "r̂ max", "min bulk ESS"],
+         "max Pareto k", "elpd_loo / point", "r̂ max", "min bulk ESS", "n", "draws",
+         "exact_loo (s)"],
         [[r["benchmark"], r["spec"], r["split"], f"{r['test_picp']:.3f}",
           f"{r['loo_coverage']:.3f}", f"{r['test_picp'] - r['loo_coverage']:+.3f}",
           f"{r['pareto_k_max']:.2f}", f"{r['elpd_loo_per_point']:.3f}",
-          f"{r['r_hat_max']:.3f}", f"{r['ess_bulk_min']:.0f}"] for r in rows],
+          f"{r['r_hat_max']:.3f}", f"{r['ess_bulk_min']:.0f}", int(r["n_train"]),
+          int(r["draws"]), f"{r['loo_s']:.1f}"] for r in rows],
     )  # fmt: skip
     summary = markdown_rows(
         ["model", "fits", "mean test - LOO", "mean |test - LOO|", "test PICP < 0.92",
