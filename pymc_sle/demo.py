@@ -17,6 +17,7 @@ import pymc as pm
 
 from pymc_sle.datasets import IndexedRegressionData, one_dimensional
 from pymc_sle.evaluation.holdout import HoldoutFit, NutsSettings, fit_and_score
+from pymc_sle.evaluation.loo import exact_loo
 from pymc_sle.gp import Marginal
 from pymc_sle.inference.priors import lognormal_between, radius_bounds, scale_priors, sle_priors
 from pymc_sle.kernels import SLE
@@ -124,7 +125,9 @@ def run_demo(out_dir: str | Path = "sle-demo", settings: DemoSettings | None = N
     Returns
     -------
     dict
-        Per model: metrics, ``max_rhat``, ``min_ess_bulk``, ``divergences``, ``seconds``.
+        Per model: metrics, ``loo_coverage`` (the 95 % intervals' coverage of the training
+        points by exact leave-one-out, :func:`pymc_sle.evaluation.loo.exact_loo`), ``max_rhat``,
+        ``min_ess_bulk``, ``divergences``, ``seconds``.
     """
     settings = settings or DemoSettings()
     out_dir = Path(out_dir)
@@ -132,27 +135,33 @@ def run_demo(out_dir: str | Path = "sle-demo", settings: DemoSettings | None = N
     started = time.perf_counter()
     data = one_dimensional(settings.n_train, settings.n_test, settings.noise_sd, settings.nuts.seed)
     nuts = settings.nuts
-    fits = {}
+    fits, loos = {}, {}
     for name, build in ((SLE_NAME, sle_model), ("Matern 3/2", matern_model)):
         print(
             f"=== {name}: {nuts.chains} chains x ({nuts.tune} tune + {nuts.draws} draws), "
             f"{nuts.nuts_sampler} NUTS on {nuts.cores} cores, {data.train.size} training points",
             flush=True,
         )
-        fits[name] = fit_and_score(*build(data), data.y_test, nuts, latent=True)
+        model, gp, X_test = build(data)
+        fits[name] = fit_and_score(model, gp, X_test, data.y_test, nuts, latent=True)
+        loos[name] = exact_loo(fits[name].idata, gp, var_name="y", model=model)
     report = {}
     for name, fitted in fits.items():
         print(f"\n=== {name}: posterior of the hyperparameters ===")
         print(fitted.summary.to_string(float_format=lambda v: f"{v:.4g}"))
         report[name] = {
             **fitted.scores,
+            "loo_coverage": loos[name].coverage(0.95),
             "max_rhat": fitted.diagnostics["r_hat_max"],
             "min_ess_bulk": fitted.diagnostics["ess_bulk_min"],
             "divergences": fitted.diagnostics["divergences"],
             "seconds": round(fitted.seconds, 1),
         }
     table = pd.DataFrame(report).T
-    print(f"\n=== held-out scores on {data.test.size} noisy test points (95 % PICP) ===")
+    print(
+        f"\n=== held-out scores on {data.test.size} noisy test points (95 % PICP), and the 95 % "
+        "intervals' coverage by exact leave-one-out on the training points ==="
+    )
     print(table.to_string(float_format=lambda v: f"{v:.4g}"))
     _figure(data, fits, out_dir / "demo.png")
     (out_dir / "demo.json").write_text(
