@@ -36,7 +36,6 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 from pymc.gp.util import JITTER_DEFAULT
-from pytensor.graph.traversal import ancestors
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
@@ -91,14 +90,17 @@ def _observed_data(model: pm.Model, var_name: str) -> np.ndarray:
 
 
 def _loo_function(model: pm.Model, gp: pm.gp.Marginal, jitter: float):
-    """A compiled function from the free variables the GP depends on to ``(g, cbar)``, and the
-    names of those variables in the order it takes them."""
+    """A compiled function from the model's free variables to ``(g, cbar)``, and their names in
+    the order it takes them (those the GP does not depend on are ignored)."""
     mean, cov = build_marginal_likelihood(gp, gp.X, gp.sigma, jitter)
     precision = pt.linalg.inv(cov)
     g = precision @ (pt.as_tensor(gp.y) - mean)
     outputs = [g, pt.diagonal(precision)]
-    inputs = [rv for rv in model.free_RVs if rv in set(ancestors(outputs))]
-    return pm.compile(inputs, outputs, allow_input_downcast=True), [rv.name for rv in inputs]
+    inputs = model.free_RVs
+    function = pm.pytensorf.compile(
+        inputs, outputs, allow_input_downcast=True, on_unused_input="ignore"
+    )
+    return function, [rv.name for rv in inputs]
 
 
 def exact_loo(
@@ -112,8 +114,8 @@ def exact_loo(
 ) -> ExactLOO:
     r"""Exact leave-one-out predictive densities and PIT of a marginal GP at every posterior draw.
 
-    See the module notes for the formulas. Costs one inversion of the ``n x n`` training
-    covariance per posterior draw (about 10 ms at n = 400): thin ``idata`` first for long runs.
+    The formulas are in :mod:`pymc_sle.evaluation.loo`. Costs one inversion of the ``n x n``
+    training covariance per posterior draw: thin ``idata`` first for long runs.
 
     Parameters
     ----------
