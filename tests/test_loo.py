@@ -57,6 +57,8 @@ def test_loo_densities_equal_conditioning_on_the_other_points(gp_class, mean):
     X, y = _data()
     model, gp = _matern_model(X, y, gp_class, mean)
     idata = _posterior(np.random.default_rng(1))
+    with model:  # a prediction added after sampling is not in the posterior, nor needed
+        gp.conditional("y_new", X[:3] + 0.5, pred_noise=True)
     loo = exact_loo(idata, gp, var_name="y", model=model)
     assert loo.log_likelihood.dims == ("chain", "draw", "y_dim_0")
     assert idata.log_likelihood["y"].shape == (2, 3, N)

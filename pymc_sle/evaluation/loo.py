@@ -36,6 +36,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 from pymc.gp.util import JITTER_DEFAULT
+from pytensor.graph import ancestors
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
@@ -90,16 +91,16 @@ def _observed_data(model: pm.Model, var_name: str) -> np.ndarray:
 
 
 def _loo_function(model: pm.Model, gp: pm.gp.Marginal, jitter: float):
-    """A compiled function from the model's free variables to ``(g, cbar)``, and their names in
-    the order it takes them (those the GP does not depend on are ignored)."""
+    """A compiled function from the free variables the GP depends on to ``(g, cbar)``, and their
+    names in the order it takes them. Only those: variables added after sampling (the test
+    predictions of ``gp.conditional``) are not in the posterior."""
     mean, cov = build_marginal_likelihood(gp, gp.X, gp.sigma, jitter)
     precision = pt.linalg.inv(cov)
     g = precision @ (pt.as_tensor(gp.y) - mean)
     outputs = [g, pt.diagonal(precision)]
-    inputs = model.free_RVs
-    function = pm.pytensorf.compile(
-        inputs, outputs, allow_input_downcast=True, on_unused_input="ignore"
-    )
+    needed = set(ancestors(outputs))
+    inputs = [rv for rv in model.free_RVs if rv in needed]
+    function = pm.pytensorf.compile(inputs, outputs, allow_input_downcast=True)
     return function, [rv.name for rv in inputs]
 
 
