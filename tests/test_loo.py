@@ -154,6 +154,9 @@ def test_exact_loo_validates_its_arguments():
     with pytest.raises(ValueError, match=r"`gp` must be a pm\.gp\.Marginal whose marginal_lik"):
         exact_loo(idata, sle.gp.Marginal(cov_func=pm.gp.cov.ExpQuad(1, ls=1.0)), var_name="y",
                   model=model)  # fmt: skip
+    with pytest.raises(TypeError, match=r"`gp` must be a pm\.gp\.Marginal, got Latent"):
+        exact_loo(idata, pm.gp.Latent(cov_func=pm.gp.cov.ExpQuad(1, ls=1.0)), var_name="y",
+                  model=model)  # fmt: skip
     missing = az.from_dict(posterior={"ls": np.ones((1, 2))})
     with pytest.raises(ValueError, match=r"`idata.posterior` must hold .*\['sigma'\]"):
         exact_loo(missing, gp, var_name="y", model=model)

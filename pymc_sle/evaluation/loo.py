@@ -152,10 +152,12 @@ def exact_loo(
         raise TypeError(
             f"`idata` must be an arviz.InferenceData with a posterior group, got {type(idata)!r}"
         )
-    if getattr(gp, "X", None) is None or not isinstance(gp, pm.gp.Marginal):
+    if not isinstance(gp, pm.gp.Marginal):
+        raise TypeError(f"`gp` must be a pm.gp.Marginal, got {type(gp).__name__}")
+    if getattr(gp, "X", None) is None:
         raise ValueError(
-            "`gp` must be a pm.gp.Marginal whose marginal_likelihood has been called, got "
-            f"{type(gp).__name__}"
+            "`gp` must be a pm.gp.Marginal whose marginal_likelihood has been called, but "
+            "gp.marginal_likelihood was not called"
         )
     y = _observed_data(model, var_name)
     gp_y = constant_value(gp.y)
