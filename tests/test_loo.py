@@ -134,8 +134,28 @@ def test_arviz_loo_reads_the_pointwise_densities():
     assert result["n_data_points"] == N
 
 
+def test_pointwise_elpd_and_pareto_k_equal_arviz_loo():
+    """Autocorrelated draws (each value kept for 5 draws, so the relative efficiency is about
+    0.2, which changes the Pareto tail's length): ``elpd_loo`` and ``pareto_k`` are
+    ``arviz.loo``'s pointwise ``loo_i`` and ``pareto_k``, the efficiency estimated from the chains
+    as ArviZ does (the posterior holds only the GP's variables, so both read the same ones)."""
+    X, y = _data(seed=6)
+    model, gp = _matern_model(X, y, mean=True)
+    thin = _posterior(np.random.default_rng(7), chains=3, draws=20)
+    idata = az.from_dict(
+        posterior={k: np.repeat(v.values, 5, axis=1) for k, v in thin.posterior.items()}
+    )
+    loo = exact_loo(idata, gp, var_name="y", model=model)
+    result = az.loo(idata, pointwise=True)
+    assert 0.1 < loo.reff < 0.4
+    np.testing.assert_allclose(loo.elpd_loo, result.loo_i.values, rtol=1e-10)
+    np.testing.assert_allclose(loo.pareto_k, result.pareto_k.values, rtol=1e-10)
+    _, k_if_independent = az.psislw(-loo.log_likelihood.values.reshape(300, N).T, reff=1.0)
+    assert not np.allclose(loo.pareto_k, k_if_independent)
+
+
 def test_coverage_counts_pit_values_inside_the_central_interval():
-    loo = ExactLOO(None, np.array([0.01, 0.03, 0.5, 0.96, 0.99]), np.zeros(5))
+    loo = ExactLOO(None, np.array([0.01, 0.03, 0.5, 0.96, 0.99]), np.zeros(5), np.zeros(5), 1.0)
     assert loo.coverage(0.95) == 0.6
     assert loo.coverage(0.9) == 0.2
     for level in (0.0, 1.0, 1.5):

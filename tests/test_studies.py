@@ -348,3 +348,36 @@ def test_loo_calibration_quick(run_study):
         assert np.isfinite(float(r["elpd_loo_per_point"]))
     summary = json.loads((out / "loo_calibration.json").read_text())["summary"]
     assert summary["SLE"]["fits"] == summary["baseline"]["fits"] == 1
+
+
+def test_landmark_choice_quick(run_study):
+    out = run_study("landmark_choice")
+    table = rows(out / "landmark_choice.csv")
+    assert [(r["landmarks"], int(r["n_landmarks"])) for r in table] == [
+        ("all training", 20), ("m training", 12), ("m unused", 12)
+    ]  # fmt: skip
+    for r in table:
+        assert 0.0 <= float(r["loo_coverage"]) <= 1.0 and 0.0 <= float(r["test_picp"]) <= 1.0
+        assert float(r["radius_median"]) > 0.0 and float(r["divergences"]) >= 0.0
+    summary = json.loads((out / "landmark_choice.json").read_text())["summary"]
+    assert sorted(summary) == ["one_d, all training", "one_d, m training", "one_d, m unused"]
+
+
+def test_landmark_sets_are_the_training_points_a_subset_or_unused_points():
+    from argparse import Namespace
+
+    from benchmarks import nuts_convergence
+    from benchmarks.studies.landmark_choice import landmark_columns
+
+    bench = nuts_convergence.BENCHMARKS["one_d"](True, Namespace())
+    ctx = bench.contexts(1)[0]
+    train = ctx.points[: ctx.n_train]
+    np.testing.assert_array_equal(landmark_columns(bench, ctx, "all training"), train)
+    subset = landmark_columns(bench, ctx, "m training")
+    assert subset.size == 12 and np.isin(subset, train).all()
+    unused = landmark_columns(bench, ctx, "m unused")
+    assert unused.size == 12 and not np.isin(unused, ctx.points).any()
+    assert np.isin(unused, bench.problem.pool).all()
+    np.testing.assert_array_equal(unused, landmark_columns(bench, ctx, "m unused"))  # seeded
+    with pytest.raises(ValueError, match="`which` must be one of"):
+        landmark_columns(bench, ctx, "half")

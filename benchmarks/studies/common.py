@@ -8,6 +8,7 @@ study's Teddy, SAXS or 1-D data are exactly the reproduction's.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 from pathlib import Path
 
@@ -35,6 +36,29 @@ def parser(description: str, *, draws: int | None = None) -> argparse.ArgumentPa
     if draws is not None:
         p.add_argument("--draws", type=int, default=draws, help="random draws per setting")
     return p
+
+
+def read_fit_rows(path: Path, columns: list[str], *, text: int) -> list[dict]:
+    """The rows a resumable study has written to ``path`` (none if absent): its first ``text``
+    ``columns`` as written, except ``split`` as an int, the rest as floats."""
+    if not path.exists():
+        return []
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        row["split"] = int(row["split"])
+        for key in columns[text:]:
+            row[key] = float(row[key])
+    return rows
+
+
+def write_fit_rows(path: Path, rows: list[dict], columns: list[str]) -> None:
+    """Write every row so far, so a stopped study resumes from ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def power_law(x, y) -> float:

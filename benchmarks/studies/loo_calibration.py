@@ -24,12 +24,10 @@ Run:  python -m benchmarks.studies.loo_calibration [--quick] [--benchmarks one_d
 
 from __future__ import annotations
 
-import csv
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-import arviz as az
 import numpy as np
 
 from benchmarks import nuts_convergence
@@ -39,12 +37,14 @@ from benchmarks.studies.common import (
     markdown_rows,
     parser,
     pyplot,
+    read_fit_rows,
     save_figure,
+    write_fit_rows,
     write_json,
     write_markdown,
 )
-from pymc_sle.evaluation.holdout import NutsSettings, fit_and_score
-from pymc_sle.evaluation.loo import exact_loo
+from pymc_sle.evaluation.holdout import HoldoutFit, NutsSettings, fit_and_score
+from pymc_sle.evaluation.loo import ExactLOO, exact_loo
 
 STUDY_NUTS = NutsSettings(draws=500, tune=500, chains=4, cores=2, seed=1, predictive_draws=500)
 BENCHMARKS = ("one_d", "strings", "teddy_200", "saxs")
@@ -55,8 +55,19 @@ COLUMNS = ["benchmark", "split", "model", "spec", "test_picp", "loo_coverage", "
            "loo_s"]  # fmt: skip
 
 
-def fit(bench, ctx, model_name: str, settings: NutsSettings) -> dict:
-    """One model on one split: sampled, scored on the test set and checked by exact LOO."""
+@dataclass(frozen=True)
+class CheckedFit:
+    """One model sampled on one split, scored on its test set and checked by exact LOO."""
+
+    holdout: HoldoutFit
+    loo: ExactLOO
+    loo_seconds: float
+    spec: str
+
+
+def sample_and_check(bench, ctx, model_name: str, settings: NutsSettings) -> CheckedFit:
+    """Sample ``model_name`` ("SLE": the README recipe with ``ctx``'s landmarks; "baseline": the
+    NUTS benchmark's) on ``ctx``, score it on the test set and run :func:`exact_loo`."""
     y_test = bench.problem.y[bench.problem.test]
     if model_name == "SLE":
         offset = float(ctx.y_train.mean())
@@ -69,49 +80,26 @@ def fit(bench, ctx, model_name: str, settings: NutsSettings) -> dict:
     run = replace(settings, nuts_sampler=SAMPLERS[model_name])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # ArviZ's refactor notice
-        result = fit_and_score(model, gp, ctx.X_test, y_test - offset, run, priors=priors)
+        holdout = fit_and_score(model, gp, ctx.X_test, y_test - offset, run, priors=priors)
     start = time.perf_counter()
-    loo = exact_loo(result.idata, gp, var_name="y", model=model)
-    loo_seconds = time.perf_counter() - start
-    log_lik = loo.log_likelihood.values.reshape(-1, loo.pit.size)
+    loo = exact_loo(holdout.idata, gp, var_name="y", model=model)
+    return CheckedFit(holdout, loo, time.perf_counter() - start, spec)
+
+
+def fit(bench, ctx, model_name: str, settings: NutsSettings) -> dict:
+    """One model on one split: one CSV row."""
+    checked = sample_and_check(bench, ctx, model_name, settings)
+    result, loo = checked.holdout, checked.loo
     return {
-        "benchmark": bench.name, "split": ctx.trial.draw, "model": model_name, "spec": spec,
-        "test_picp": result.scores["picp"], "loo_coverage": loo.coverage(0.95),
-        "pareto_k_max": float(np.max(loo.pareto_k)),
-        "elpd_loo_per_point": _elpd_per_point(log_lik),
+        "benchmark": bench.name, "split": ctx.trial.draw, "model": model_name,
+        "spec": checked.spec, "test_picp": result.scores["picp"],
+        "loo_coverage": loo.coverage(0.95), "pareto_k_max": float(np.max(loo.pareto_k)),
+        "elpd_loo_per_point": float(np.mean(loo.elpd_loo)),
         "r_hat_max": result.diagnostics["r_hat_max"],
         "ess_bulk_min": result.diagnostics["ess_bulk_min"], "n_train": ctx.n_train,
         "draws": loo.log_likelihood.sizes["chain"] * loo.log_likelihood.sizes["draw"],
-        "loo_s": loo_seconds,
+        "loo_s": checked.loo_seconds,
     }  # fmt: skip
-
-
-def _elpd_per_point(log_lik: np.ndarray) -> float:
-    """PSIS-LOO's expected log predictive density, averaged over the observations, from the
-    ``(samples, n)`` LOO log densities."""
-    log_weights, _ = az.psislw(-log_lik.T, reff=1.0)
-    per_point = np.logaddexp.reduce(log_weights + log_lik.T, axis=1)
-    return float(np.mean(per_point))
-
-
-def read_rows(path) -> list[dict]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    for row in rows:
-        row["split"] = int(row["split"])
-        for key in COLUMNS[4:]:
-            row[key] = float(row[key])
-    return rows
-
-
-def write_rows(path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def figure(rows: list[dict], path) -> None:
@@ -208,7 +196,7 @@ def main(argv=None) -> None:
     settings = nuts_convergence.QUICK_NUTS if args.quick else STUDY_NUTS
     names, n_splits = (["one_d"], 1) if args.quick else (args.benchmarks, nuts_convergence.N_SPLITS)
     path = args.out / "loo_calibration.csv"
-    rows = read_rows(path)
+    rows = read_fit_rows(path, COLUMNS, text=4)
     if not args.summary_only:
         args.bunny_mesh = None  # the bunny is not studied
         for name in names:
@@ -221,7 +209,7 @@ def main(argv=None) -> None:
                         continue
                     row = fit(bench, ctx, model_name, settings)
                     rows = [r for r in rows if r not in held] + [row]
-                    write_rows(path, rows)
+                    write_fit_rows(path, rows, COLUMNS)
                     print(f"{name} split {ctx.trial.draw} {model_name}: test PICP "
                           f"{row['test_picp']:.3f}, LOO {row['loo_coverage']:.3f}",
                           flush=True)  # fmt: skip

@@ -38,6 +38,7 @@ import xarray as xr
 from pymc.gp.util import JITTER_DEFAULT
 from pytensor.graph import ancestors
 from scipy import stats
+from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
 from pymc_sle._pymc_compat import build_marginal_likelihood
@@ -60,11 +61,22 @@ class ExactLOO:
     pareto_k : numpy.ndarray of shape (n,)
         The Pareto shape of each observation's importance weights: the PIT (and ``arviz.loo``)
         are reliable where it is below 0.7.
+    elpd_loo : numpy.ndarray of shape (n,)
+        Each observation's PSIS-LOO expected log predictive density,
+        :math:`\\log \\sum_s w_{is}\\, p(y_i \\mid y_{-i}, \\theta_s)`: ``arviz.loo``'s
+        ``loo_i`` (its ``elpd_loo`` is the sum), for spotting the observations the model
+        predicts worst.
+    reff : float
+        The relative efficiency of the draws that the Pareto smoothing uses, estimated as
+        ``arviz.loo`` does (mean ESS over the sample size; 1 for one chain), here from the
+        posterior variables the GP depends on.
     """
 
     log_likelihood: xr.DataArray
     pit: np.ndarray
     pareto_k: np.ndarray
+    elpd_loo: np.ndarray
+    reff: float
 
     def coverage(self, level: float = 0.95) -> float:
         """The share of observations inside their central ``level`` LOO predictive interval."""
@@ -200,6 +212,22 @@ def exact_loo(
         idata.log_likelihood[var_name] = array
     else:
         idata.add_groups(log_likelihood=xr.Dataset({var_name: array}))
-    log_weights, pareto_k = az.psislw(-log_lik.T, reff=1.0)
+    reff = _relative_efficiency(posterior[names], chains * draws)
+    log_weights, pareto_k = az.psislw(-log_lik.T, reff=reff)
     pit = np.sum(np.exp(log_weights) * stats.norm.cdf(z.T), axis=1)
-    return ExactLOO(log_likelihood=array, pit=np.clip(pit, 0.0, 1.0), pareto_k=pareto_k)
+    return ExactLOO(
+        log_likelihood=array,
+        pit=np.clip(pit, 0.0, 1.0),
+        pareto_k=pareto_k,
+        elpd_loo=logsumexp(log_weights + log_lik.T, axis=1),
+        reff=reff,
+    )
+
+
+def _relative_efficiency(posterior: xr.Dataset, n_samples: int) -> float:
+    """``arviz.loo``'s estimate: the mean ESS ("mean" method) over every value of ``posterior``,
+    over the number of draws; 1 for a single chain."""
+    if posterior.sizes["chain"] == 1 or not posterior.data_vars:
+        return 1.0
+    ess = az.ess(posterior, method="mean")
+    return float(np.mean(np.hstack([ess[v].values.ravel() for v in ess.data_vars])) / n_samples)
