@@ -199,3 +199,122 @@ def test_exact_loo_needs_the_gps_own_one_output_observations():
         exact_loo(idata, gp, var_name="other", model=model)
     with pytest.raises(ValueError, match=r"'y2' must hold one output .* shape \(2, 30\)"):
         exact_loo(idata, two, var_name="y2", model=model)
+
+
+def _sle_model(points, y, n_train, landmarks=None, embedding="auto"):
+    D = sle.DistanceMatrix(np.linalg.norm(points[:, None] - points[None], axis=-1))
+    with pm.Model() as model:
+        radius = pm.LogNormal("radius", np.log(0.6), 0.2)
+        ls = pm.LogNormal("ls", 0.0, 0.5)
+        cov = 1.5 * sle.SLE(D, radius=radius, ls=ls, landmarks=landmarks, embedding=embedding)
+        gp = sle.gp.Marginal(cov_func=cov + pm.gp.cov.WhiteNoise(0.0))
+        gp.marginal_likelihood("obs", X=np.arange(n_train)[:, None], y=y, sigma=0.2)
+    return model, gp, D
+
+
+def _sle_points(seed=8, n_points=30, n_train=24):
+    rng = np.random.default_rng(seed)
+    points = rng.uniform(0, 1, (n_points, 2))
+    return points, np.cos(4 * points[:n_train, 0]) + 0.1 * rng.standard_normal(n_train)
+
+
+def _sle_without(D, landmarks, radius, ls, n_train):
+    """The covariance of ``_sle_model`` at one draw with only ``landmarks``, by construction."""
+    X = np.arange(n_train)[:, None]
+    K = 1.5 * sle.SLE(D, radius=radius, ls=ls, landmarks=landmarks)(X).eval()
+    return K + (0.2**2 + JITTER_DEFAULT) * np.eye(n_train)
+
+
+@pytest.mark.parametrize(
+    ("embedding", "landmarks"),
+    [("auto", None), ("dense", None), ("auto", np.arange(0, 30, 2))],
+    ids=["auto", "dense", "every other point a landmark"],
+)
+def test_dropping_the_own_landmark_predicts_with_the_sle_built_without_it(embedding, landmarks):
+    """One hyperparameter value (equal weights): each held-out training point's LOO density is
+    the conditional of the SLE whose landmarks are the same but for its own, as if it were new
+    (points that are not landmarks keep the fitted covariance)."""
+    points, y = _sle_points()
+    model, gp, D = _sle_model(points, y, 24, landmarks=landmarks, embedding=embedding)
+    idata = az.from_dict(posterior={"radius": np.full((1, 2), 0.7), "ls": np.full((1, 2), 1.3)})
+    loo = exact_loo(idata, gp, var_name="obs", model=model, own_landmark="drop")
+    assert "log_likelihood" not in idata.groups()  # not ArviZ's importance ratios: not stored
+    columns = np.arange(30) if landmarks is None else landmarks
+    for i in (0, 9, 14, 23):
+        K = _sle_without(D, columns[columns != i], 0.7, 1.3, 24)
+        expected = _by_conditioning(K, y, 0.0, i)
+        np.testing.assert_allclose(loo.log_likelihood[0, 1, i], expected, rtol=1e-9)
+        np.testing.assert_allclose(loo.elpd_loo[i], expected, rtol=1e-9)
+    kept = exact_loo(idata, gp, var_name="obs", model=model)
+    own = np.isin(np.arange(24), columns)
+    assert not np.allclose(kept.log_likelihood.values[..., own], loo.log_likelihood[..., own])
+    np.testing.assert_allclose(kept.log_likelihood[..., ~own], loo.log_likelihood[..., ~own])
+
+
+@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto:UserWarning")
+def test_dropping_the_own_landmark_reweights_the_draws_to_the_model_without_the_point():
+    """Two draws (too few to smooth a Pareto tail: the weights are the raw ratios): the LOO
+    density and PIT average the conditionals of the SLE without the point, weighted by that
+    model's likelihood of the other observations over the fitted model's of all of them."""
+    points, y = _sle_points(seed=9)
+    model, gp, D = _sle_model(points, y, 24)
+    draws = {"radius": [[0.5, 0.8]], "ls": [[0.9, 1.6]]}
+    loo = exact_loo(az.from_dict(posterior=draws), gp, var_name="obs", model=model,
+                    own_landmark="drop")  # fmt: skip
+    for i in (2, 17):
+        keep = np.delete(np.arange(24), i)
+        log_w, log_p, cdf = [], [], []
+        for radius, ls in zip(draws["radius"][0], draws["ls"][0], strict=True):
+            full = _sle_without(D, np.arange(30), radius, ls, 24)
+            dropped = _sle_without(D, np.delete(np.arange(30), i), radius, ls, 24)
+            others = stats.multivariate_normal(np.zeros(23), dropped[np.ix_(keep, keep)])
+            log_w.append(
+                others.logpdf(y[keep]) - stats.multivariate_normal(np.zeros(24), full).logpdf(y)
+            )
+            log_p.append(_by_conditioning(dropped, y, 0.0, i))
+            solve = np.linalg.solve(dropped[np.ix_(keep, keep)], dropped[keep, i])
+            mu, var = solve @ y[keep], dropped[i, i] - dropped[i, keep] @ solve
+            cdf.append(stats.norm.cdf(y[i], mu, np.sqrt(var)))
+        w = np.exp(np.array(log_w) - np.logaddexp.reduce(log_w))
+        np.testing.assert_allclose(loo.elpd_loo[i], np.log(w @ np.exp(log_p)), rtol=1e-8)
+        np.testing.assert_allclose(loo.pit[i], w @ np.array(cdf), rtol=1e-8)
+        np.testing.assert_allclose(loo.log_likelihood[0, :, i], log_p, rtol=1e-9)
+
+
+def test_dropping_changes_nothing_without_own_landmarks():
+    """Landmarks apart from the training points: no training point is its own landmark, so
+    dropping is keeping."""
+    points, y = _sle_points(seed=10)
+    model, gp, _ = _sle_model(points, y, 24, landmarks=np.arange(24, 30))
+    idata = _posterior_of_radius_and_ls(np.random.default_rng(11))
+    dropped = exact_loo(idata, gp, var_name="obs", model=model, own_landmark="drop")
+    kept = exact_loo(idata, gp, var_name="obs", model=model)
+    np.testing.assert_allclose(dropped.log_likelihood, kept.log_likelihood, rtol=1e-9)
+    np.testing.assert_allclose(dropped.pit, kept.pit, rtol=1e-9)
+    np.testing.assert_allclose(dropped.elpd_loo, kept.elpd_loo, rtol=1e-9)
+
+
+def _posterior_of_radius_and_ls(rng, chains=2, draws=10):
+    shape = (chains, draws)
+    return az.from_dict(
+        posterior={"radius": rng.uniform(0.4, 0.9, shape), "ls": rng.uniform(0.7, 1.6, shape)}
+    )
+
+
+def test_dropping_own_landmarks_needs_landmark_kernels_on_a_distance_matrix():
+    X, y = _data(seed=12)
+    model, gp = _matern_model(X, y)
+    idata = _posterior(np.random.default_rng(13))
+    with pytest.raises(ValueError, match="`own_landmark` must be 'keep' or 'drop', got 'remove'"):
+        exact_loo(idata, gp, var_name="y", model=model, own_landmark="remove")
+    with pytest.raises(ValueError, match="no landmark kernel"):
+        exact_loo(idata, gp, var_name="y", model=model, own_landmark="drop")
+    points, y = _sle_points(seed=14)
+    features = np.linalg.norm(points[:24, None] - points[None], axis=-1)
+    with pm.Model() as features_model:
+        cov = sle.SLE(input_dim=30, radius=0.6, ls=1.0)
+        features_gp = sle.gp.Marginal(cov_func=cov)
+        features_gp.marginal_likelihood("obs", X=features, y=y, sigma=0.2)
+    with pytest.raises(ValueError, match="index mode"):
+        exact_loo(az.from_dict(posterior={"x": [[0.0]]}), features_gp, var_name="obs",
+                  model=features_model, own_landmark="drop")  # fmt: skip

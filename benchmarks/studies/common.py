@@ -61,6 +61,25 @@ def write_fit_rows(path: Path, rows: list[dict], columns: list[str]) -> None:
         writer.writerows(rows)
 
 
+def run_resumable(path: Path, columns: list[str], *, text: int, variant: str, jobs, fit, refit,
+                  report) -> list[dict]:  # fmt: skip
+    """Every row of a resumable study: ``fit(bench, ctx, value)`` for each job of ``jobs`` whose
+    row -- keyed by benchmark, split and the ``variant`` column -- ``path`` does not hold yet
+    (every job with ``refit``), writing all rows after each fit so a stopped run resumes, and
+    printing ``report(row)``."""
+    rows = read_fit_rows(path, columns, text=text)
+    for bench, ctx, value in jobs:
+        key = (bench.name, ctx.trial.draw, value)
+        held = [r for r in rows if (r["benchmark"], r["split"], r[variant]) == key]
+        if held and not refit:
+            continue
+        row = fit(bench, ctx, value)
+        rows = [r for r in rows if r not in held] + [row]
+        write_fit_rows(path, rows, columns)
+        print(report(row), flush=True)
+    return rows
+
+
 def power_law(x, y) -> float:
     """Exponent ``alpha`` of the least-squares fit ``log y = alpha log x + c``."""
     x, y = np.asarray(x, float), np.asarray(y, float)

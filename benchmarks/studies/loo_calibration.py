@@ -29,6 +29,7 @@ import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pymc as pm
 
 from benchmarks import nuts_convergence
 from benchmarks._paths import SHARED_DATA
@@ -38,8 +39,8 @@ from benchmarks.studies.common import (
     parser,
     pyplot,
     read_fit_rows,
+    run_resumable,
     save_figure,
-    write_fit_rows,
     write_json,
     write_markdown,
 )
@@ -63,6 +64,8 @@ class CheckedFit:
     loo: ExactLOO
     loo_seconds: float
     spec: str
+    model: pm.Model
+    gp: pm.gp.Marginal
 
 
 def sample_and_check(bench, ctx, model_name: str, settings: NutsSettings) -> CheckedFit:
@@ -83,7 +86,17 @@ def sample_and_check(bench, ctx, model_name: str, settings: NutsSettings) -> Che
         holdout = fit_and_score(model, gp, ctx.X_test, y_test - offset, run, priors=priors)
     start = time.perf_counter()
     loo = exact_loo(holdout.idata, gp, var_name="y", model=model)
-    return CheckedFit(holdout, loo, time.perf_counter() - start, spec)
+    return CheckedFit(holdout, loo, time.perf_counter() - start, spec, model, gp)
+
+
+def benchmark_jobs(names, n_splits: int, variants, args):
+    """``(bench, ctx, variant)`` for every NUTS benchmark in ``names``, split and variant (the
+    benchmarks built as ``nuts_convergence`` builds them from ``args``)."""
+    for name in names:
+        bench = nuts_convergence.BENCHMARKS[name](args.quick, args)
+        for ctx in bench.contexts(n_splits):
+            for variant in variants:
+                yield bench, ctx, variant
 
 
 def fit(bench, ctx, model_name: str, settings: NutsSettings) -> dict:
@@ -196,23 +209,17 @@ def main(argv=None) -> None:
     settings = nuts_convergence.QUICK_NUTS if args.quick else STUDY_NUTS
     names, n_splits = (["one_d"], 1) if args.quick else (args.benchmarks, nuts_convergence.N_SPLITS)
     path = args.out / "loo_calibration.csv"
-    rows = read_fit_rows(path, COLUMNS, text=4)
-    if not args.summary_only:
+    if args.summary_only:
+        rows = read_fit_rows(path, COLUMNS, text=4)
+    else:
         args.bunny_mesh = None  # the bunny is not studied
-        for name in names:
-            bench = nuts_convergence.BENCHMARKS[name](args.quick, args)
-            for ctx in bench.contexts(n_splits):
-                for model_name in SAMPLERS:
-                    key = (name, ctx.trial.draw, model_name)
-                    held = [r for r in rows if (r["benchmark"], r["split"], r["model"]) == key]
-                    if held and not args.refit:
-                        continue
-                    row = fit(bench, ctx, model_name, settings)
-                    rows = [r for r in rows if r not in held] + [row]
-                    write_fit_rows(path, rows, COLUMNS)
-                    print(f"{name} split {ctx.trial.draw} {model_name}: test PICP "
-                          f"{row['test_picp']:.3f}, LOO {row['loo_coverage']:.3f}",
-                          flush=True)  # fmt: skip
+        jobs = benchmark_jobs(names, n_splits, SAMPLERS, args)
+        rows = run_resumable(
+            path, COLUMNS, text=4, variant="model", jobs=jobs, refit=args.refit,
+            fit=lambda bench, ctx, model_name: fit(bench, ctx, model_name, settings),
+            report=lambda r: f"{r['benchmark']} split {r['split']} {r['model']}: test PICP "
+                             f"{r['test_picp']:.3f}, LOO {r['loo_coverage']:.3f}",
+        )  # fmt: skip
     summarise(rows, args.out, settings)
 
 

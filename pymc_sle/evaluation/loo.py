@@ -35,14 +35,16 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
+from pymc.gp.cov import Covariance
 from pymc.gp.util import JITTER_DEFAULT
-from pytensor.graph import ancestors
+from pytensor.graph import ancestors, graph_replace
 from scipy import stats
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
 from pymc_sle._pymc_compat import build_marginal_likelihood
 from pymc_sle._validation import constant_value
+from pymc_sle.kernels import LandmarkCovariance
 
 __all__ = ["ExactLOO", "exact_loo"]
 
@@ -102,18 +104,116 @@ def _observed_data(model: pm.Model, var_name: str) -> np.ndarray:
     return y
 
 
+def _free_inputs(model: pm.Model, outputs) -> list:
+    """The free variables ``outputs`` depend on, in the model's order. Only those: variables
+    added after sampling (the test predictions of ``gp.conditional``) are not in the posterior."""
+    needed = set(ancestors(outputs))
+    return [rv for rv in model.free_RVs if rv in needed]
+
+
 def _loo_function(model: pm.Model, gp: pm.gp.Marginal, jitter: float):
     """A compiled function from the free variables the GP depends on to ``(g, cbar)``, and their
-    names in the order it takes them. Only those: variables added after sampling (the test
-    predictions of ``gp.conditional``) are not in the posterior."""
+    names in the order it takes them."""
     mean, cov = build_marginal_likelihood(gp, gp.X, gp.sigma, jitter)
     precision = pt.linalg.inv(cov)
     g = precision @ (pt.as_tensor(gp.y) - mean)
     outputs = [g, pt.diagonal(precision)]
-    needed = set(ancestors(outputs))
-    inputs = [rv for rv in model.free_RVs if rv in needed]
+    inputs = _free_inputs(model, outputs)
     function = pm.pytensorf.compile(inputs, outputs, allow_input_downcast=True)
     return function, [rv.name for rv in inputs]
+
+
+def _landmark_kernels(cov) -> list[LandmarkCovariance]:
+    """Every landmark kernel inside the covariance ``cov`` (sums, products, scalings, ...)."""
+    found, stack, seen = [], [cov], set()
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, LandmarkCovariance):
+            found.append(item)
+        elif isinstance(item, Covariance):
+            for value in vars(item).values():
+                values = value if isinstance(value, list | tuple) else [value]
+                stack.extend(v for v in values if isinstance(v, Covariance))
+    return found
+
+
+class _DroppedOwnLandmarks:
+    """The LOO predictive of each observation with its own landmarks dropped: a compiled
+    function of the free variables, the landmark blocks and observations ``rows``, to
+    ``(g[rows], cbar[rows], log N(y; m, C'))`` with ``C'`` the covariance of those blocks. An
+    observation's own landmarks (at distance 0 from it) are dropped by setting their columns
+    to ``inf``: their bumps vanish for every point. Observations without one (landmarks apart
+    from the training points) share one call with the blocks as they are."""
+
+    def __init__(self, model: pm.Model, gp: pm.gp.Marginal, jitter: float):
+        kernels = _landmark_kernels(gp.cov_func)
+        if not kernels or any(k.landmark_block is None for k in kernels):
+            raise ValueError(
+                "`own_landmark='drop'` needs every landmark kernel of `gp`'s covariance on a "
+                "distance matrix (index mode, X holding row numbers), but found "
+                f"{[repr(k) for k in kernels] or 'no landmark kernel'}"
+            )
+        X = constant_value(gp.X)
+        X_var = pt.tensor("X", dtype=X.dtype, shape=(None, X.shape[1]))
+        blocks = [pt.matrix(f"landmark_block_{j}") for j in range(len(kernels))]
+        mean, cov = graph_replace(
+            build_marginal_likelihood(gp, X_var, gp.sigma, jitter),
+            {k.landmark_block: b for k, b in zip(kernels, blocks, strict=True)},
+            strict=False,
+        )
+        rows = pt.lvector("rows")
+        lower = pt.linalg.cholesky(cov)
+        v = pt.linalg.solve_triangular(lower, pt.as_tensor(gp.y) - mean, lower=True)
+        c = pt.linalg.solve_triangular(lower, pt.eye(X.shape[0])[:, rows], lower=True)
+        log_density = -0.5 * (
+            X.shape[0] * np.log(2.0 * np.pi) + 2.0 * pt.log(pt.diagonal(lower)).sum() + v @ v
+        )
+        outputs = [c.T @ v, (c**2).sum(axis=0), log_density]
+        inputs = _free_inputs(model, outputs)
+        self.names = [rv.name for rv in inputs]
+        self._function = pm.pytensorf.compile(
+            [*inputs, X_var, *blocks, rows], outputs, allow_input_downcast=True
+        )
+        self._X = X
+        self._blocks = [np.array(k.landmark_block.data, dtype=float) for k in kernels]
+        self._own = [
+            [np.flatnonzero(block[row] == 0.0) for row in X[:, int(k.active_dims[0])]]
+            for k, block in zip(kernels, self._blocks, strict=True)
+        ]
+        has_own = np.array([any(own[i].size for own in self._own) for i in range(X.shape[0])])
+        self._with_own = np.flatnonzero(has_own)
+        self._without_own = np.flatnonzero(~has_own)
+
+    def __call__(self, values: list[np.ndarray], n: int):
+        """``(g, cbar, log ratio)`` of the ``n`` observations at one draw: the log importance
+        ratio is ``log N(y; C'_i) - log p'(y_i | y_-i) - log N(y; C)``."""
+        g, cbar, joint = np.empty((3, n))
+        as_fitted = self._without_own if self._without_own.size else np.arange(1)
+        g_fitted, cbar_fitted, full = self._function(*values, self._X, *self._blocks, as_fitted)
+        g[self._without_own] = g_fitted[: self._without_own.size]
+        cbar[self._without_own] = cbar_fitted[: self._without_own.size]
+        joint[self._without_own] = full
+        for i in self._with_own:
+            drops = list(zip(self._blocks, (own[i] for own in self._own), strict=True))
+            saved = [block[:, columns].copy() for block, columns in drops]
+            for block, columns in drops:
+                block[:, columns] = np.inf
+            try:
+                out = self._function(*values, self._X, *self._blocks, np.array([i]))
+            finally:
+                for (block, columns), old in zip(drops, saved, strict=True):
+                    block[:, columns] = old
+            g[i], cbar[i], joint[i] = out[0][0], out[1][0], out[2]
+        log_lik = _log_density(g, cbar)
+        return g, cbar, joint - log_lik - full
+
+
+def _log_density(g: np.ndarray, cbar: np.ndarray) -> np.ndarray:
+    """``log p(y_i | y_-i)`` from ``g`` and ``cbar`` (the module's formula)."""
+    return -0.5 * np.log(2.0 * np.pi) + 0.5 * np.log(cbar) - 0.5 * g**2 / cbar
 
 
 def exact_loo(
@@ -124,17 +224,21 @@ def exact_loo(
     model: pm.Model | None = None,
     jitter: float = JITTER_DEFAULT,
     overwrite: bool = False,
+    own_landmark: str = "keep",
 ) -> ExactLOO:
     r"""Exact leave-one-out predictive densities and PIT of a marginal GP at every posterior draw.
 
     The formulas are in :mod:`pymc_sle.evaluation.loo`. Costs one inversion of the ``n x n``
-    training covariance per posterior draw: thin ``idata`` first for long runs.
+    training covariance per posterior draw (``own_landmark="keep"``), or one Cholesky
+    factorisation per observation and draw (``"drop"``): thin ``idata`` first for long runs,
+    e.g. ``idata.sel(draw=slice(None, None, 10))``.
 
     Parameters
     ----------
     idata : arviz.InferenceData
         Posterior of ``model`` (``pm.sample`` or :func:`pymc_sle.inference.sample_basins`).
-        Its ``log_likelihood`` group gets the variable ``var_name``.
+        With ``own_landmark="keep"`` its ``log_likelihood`` group gets the variable
+        ``var_name``.
     gp : pymc.gp.Marginal
         The GP whose ``marginal_likelihood`` observed ``var_name`` (``pm.gp.Marginal`` or
         :class:`pymc_sle.gp.Marginal`), with a one-dimensional ``y``.
@@ -148,6 +252,23 @@ def exact_loo(
         Replace an existing ``idata.log_likelihood[var_name]`` (for instance the joint density
         that ``pm.sample(idata_kwargs={"log_likelihood": True})`` stores, which has no
         pointwise form); without it an existing variable is an error.
+    own_landmark : {"keep", "drop"}, default "keep"
+        What happens to a held-out observation's own landmark in a landmark-embedding kernel
+        (:class:`~pymc_sle.SLE` and its family, on a distance matrix, the training points among
+        the landmarks).
+
+        - ``"keep"``: the covariance stays as fitted; only the observation leaves. Any
+          covariance works. For SLE this check is optimistic: a training point is its own
+          landmark, a new point is not (``docs/how-to/calibration.md``).
+        - ``"drop"``: the observation is predicted as a new point would be, by the model fitted
+          without it: the landmarks at distance 0 from it (itself, or duplicates of its input)
+          leave every point's embedding, and the posterior is importance-weighted to that
+          model and the other observations, with the log ratio
+          :math:`\log N(y; m, C'_i) - \log p'(y_i \mid y_{-i}) - \log N(y; m, C)`
+          (:math:`C'_i` the covariance without those landmarks; its marginal over the other
+          observations is that model's likelihood). ``idata`` is left unchanged: these
+          ratios are not the ``1 / p(y_i | y_-i)`` that ``arviz.loo`` assumes, so use the
+          returned ``elpd_loo``, ``pit`` and ``pareto_k``.
 
     Returns
     -------
@@ -158,8 +279,12 @@ def exact_loo(
     >>> import arviz as az
     >>> loo = exact_loo(idata, gp, var_name="y", model=model)  # doctest: +SKIP
     >>> az.loo(idata), loo.coverage(0.95)  # doctest: +SKIP
+    >>> thinned = idata.sel(draw=slice(None, None, 10))  # doctest: +SKIP
+    >>> exact_loo(thinned, gp, var_name="y", own_landmark="drop").coverage()  # doctest: +SKIP
     """
     model = pm.modelcontext(model)
+    if own_landmark not in ("keep", "drop"):
+        raise ValueError(f"`own_landmark` must be 'keep' or 'drop', got {own_landmark!r}")
     if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
         raise TypeError(
             f"`idata` must be an arviz.InferenceData with a posterior group, got {type(idata)!r}"
@@ -178,11 +303,17 @@ def exact_loo(
             f"`var_name` {var_name!r} must be the variable observed by `gp`'s "
             "marginal_likelihood; its observations differ from the GP's `y`"
         )
-    if "log_likelihood" in idata.groups() and var_name in idata.log_likelihood and not overwrite:
+    keep = own_landmark == "keep"
+    stored = "log_likelihood" in idata.groups() and var_name in idata.log_likelihood
+    if keep and stored and not overwrite:
         raise ValueError(
             f"`idata.log_likelihood` already holds {var_name!r}; pass overwrite=True to replace it"
         )
-    function, names = _loo_function(model, gp, jitter)
+    if keep:
+        function, names = _loo_function(model, gp, jitter)
+    else:
+        dropped = _DroppedOwnLandmarks(model, gp, jitter)
+        names = dropped.names
     missing = [name for name in names if name not in idata.posterior]
     if missing:
         raise ValueError(f"`idata.posterior` must hold the model's variables {missing}")
@@ -190,17 +321,22 @@ def exact_loo(
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
     values = [posterior[name].values.reshape(chains * draws, *posterior[name].shape[2:])
               for name in names]  # fmt: skip
-    g, cbar = np.empty((2, chains * draws, y.size))
-    with threadpool_limits(limits=1, user_api="blas"):
-        for s in range(chains * draws):
-            g[s], cbar[s] = function(*(v[s] for v in values))
+    g, cbar, log_ratios = np.empty((3, chains * draws, y.size))
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            for s in range(chains * draws):
+                draw = [v[s] for v in values]
+                if keep:
+                    g[s], cbar[s] = function(*draw)
+                else:
+                    g[s], cbar[s], log_ratios[s] = dropped(draw, y.size)
+    except np.linalg.LinAlgError as error:
+        raise ValueError(_NOT_POSITIVE_DEFINITE) from error
     if not np.all(cbar > 0.0):
-        raise ValueError(
-            "the training covariance is not positive definite at some posterior draws; "
-            "increase `jitter`"
-        )
-    z = g / np.sqrt(cbar)
-    log_lik = -0.5 * np.log(2.0 * np.pi) + 0.5 * np.log(cbar) - 0.5 * z**2
+        raise ValueError(_NOT_POSITIVE_DEFINITE)
+    log_lik = _log_density(g, cbar)
+    if keep:
+        log_ratios = -log_lik
     dim = f"{var_name}_dim_0"
     array = xr.DataArray(
         log_lik.reshape(chains, draws, y.size),
@@ -208,13 +344,13 @@ def exact_loo(
         coords={"chain": posterior.chain, "draw": posterior.draw, dim: np.arange(y.size)},
         name=var_name,
     )
-    if "log_likelihood" in idata.groups():
+    if keep and "log_likelihood" in idata.groups():
         idata.log_likelihood[var_name] = array
-    else:
+    elif keep:
         idata.add_groups(log_likelihood=xr.Dataset({var_name: array}))
     reff = _relative_efficiency(posterior[names], chains * draws)
-    log_weights, pareto_k = az.psislw(-log_lik.T, reff=reff)
-    pit = np.sum(np.exp(log_weights) * stats.norm.cdf(z.T), axis=1)
+    log_weights, pareto_k = az.psislw(log_ratios.T, reff=reff)
+    pit = np.sum(np.exp(log_weights) * stats.norm.cdf(g.T / np.sqrt(cbar.T)), axis=1)
     return ExactLOO(
         log_likelihood=array,
         pit=np.clip(pit, 0.0, 1.0),
@@ -222,6 +358,11 @@ def exact_loo(
         elpd_loo=logsumexp(log_weights + log_lik.T, axis=1),
         reff=reff,
     )
+
+
+_NOT_POSITIVE_DEFINITE = (
+    "the training covariance is not positive definite at some posterior draws; increase `jitter`"
+)
 
 
 def _relative_efficiency(posterior: xr.Dataset, n_samples: int) -> float:

@@ -88,6 +88,15 @@ class LandmarkCovariance(Covariance):
         self._landmark_block = pt.constant(self._landmark_values, name="landmark_distances")
 
     @property
+    def landmark_block(self) -> pt.TensorConstant | None:
+        """Index mode: the distances from every row of ``distances`` to the landmarks, shape
+        ``(n_points, m)``, as the constant the covariance graph gathers its rows from (``None`` in
+        feature mode). Replacing it in a graph built on a symbolic ``X``
+        (``pytensor.graph.graph_replace``) evaluates the kernel with other distances, e.g. a
+        landmark set to ``inf`` to drop it (:func:`~pymc_sle.evaluation.loo.exact_loo`)."""
+        return None if self.feature_mode else self._landmark_block
+
+    @property
     def n_landmarks(self) -> int:
         """Embedding dimension ``m``."""
         return self._n_landmarks
