@@ -14,7 +14,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
     "script, extra, expected_output, expected_files",
     [
         ("quickstart.py", [],
-         [r"rmse", r"elpd_loo", r"LOO coverage of the 95 % intervals: (0\.\d|1\.0)\d\d"], []),
+         [r"rmse", r"elpd_loo", r"LOO coverage of the 95 % intervals: (0\.\d|1\.0)\d\d",
+          r"LOO coverage, each point predicted as a new one: (0\.\d|1\.0)\d\d"], []),
         ("amplitude_identifiability.py", ["--out", "{tmp}"], [], ["amplitude_ls_pairs.png"]),
         ("mesh_gp.py", ["--out", "{tmp}"],
          [r"RMSE on unobserved", r"95 % band", r"^ls_rel\s", r"r_hat"], ["mesh_gp.png"]),
