@@ -13,7 +13,8 @@ benchmark's splits with three landmark sets:
 - ``m unused``: ``m`` random points of the benchmark's pool that are neither training nor test
   points, so no point, training or new, is its own landmark;
 
-with ``m = 0.6 n`` (SAXS: 150, all its unused images; Teddy n = 200: 120). ``all`` against
+with ``m = 0.6 n``, or all the unused points where there are fewer (SAXS: 150, all its unused
+images; Teddy n = 200: 120; strings: 100, all; 1-D: 30). ``all`` against
 ``m training`` measures the landmark count, ``m training`` against ``m unused`` their origin.
 Per fit: test PICP, RMSE, NLPD, CRPS, the exact LOO coverage twice -- as fitted
 (``exact_loo``), and with each held-out point's own landmark dropped
@@ -28,7 +29,7 @@ Fits are appended to ``landmark_choice.csv`` as they finish; a rerun skips those
 
 ``--quick``: the 1-D benchmark (n = 20, ``m = 12``), one split, short chains.
 
-Run:  python -m benchmarks.studies.landmark_choice [--quick] [--benchmarks saxs teddy_200]
+Run:  python -m benchmarks.studies.landmark_choice [--quick] [--benchmarks saxs teddy_200 ...]
       [--mesh PATH] [--cache DIR] [--refit] [--summary-only]
 """
 
@@ -55,7 +56,7 @@ from benchmarks.studies.common import (
 from benchmarks.studies.loo_calibration import STUDY_NUTS, benchmark_jobs, sample_and_check
 from pymc_sle.evaluation.loo import exact_loo
 
-BENCHMARKS = ("saxs", "teddy_200", "one_d")
+BENCHMARKS = ("saxs", "teddy_200", "strings", "one_d")
 DEFAULT_BENCHMARKS = ("saxs", "teddy_200")
 #: The reduced landmark count, as a share of the training points.
 SHARE = 0.6

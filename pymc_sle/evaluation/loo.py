@@ -24,6 +24,11 @@ observation, :math:`\sum_s w_{is}\,\Phi\big(g_{is} / \sqrt{\bar c_{is}}\big)` wi
 Pareto-smoothed weights :math:`w_{is}`: uniform on [0, 1] for a calibrated model, so the share
 of PIT values inside :math:`[\alpha/2, 1 - \alpha/2]` estimates the coverage of the central
 :math:`1 - \alpha` predictive interval without a test set.
+
+With an SLE whose landmarks include the training points, a held-out point keeps its own
+landmark in these densities, which a new point does not have; ``own_landmark="drop"`` predicts
+each point as a new one instead (the model without its landmark, importance-weighted to it:
+see :func:`exact_loo`).
 """
 
 from __future__ import annotations
@@ -57,7 +62,9 @@ class ExactLOO:
     ----------
     log_likelihood : xarray.DataArray
         :math:`\\log p(y_i \\mid y_{-i}, \\theta)` with dims ``(chain, draw, <var_name>_dim_0)``,
-        as stored in ``idata.log_likelihood``.
+        as stored in ``idata.log_likelihood`` (``own_landmark="keep"``); with
+        ``own_landmark="drop"``, the same under the covariance without the point's own
+        landmarks, not stored.
     pit : numpy.ndarray of shape (n,)
         The LOO probability integral transform of each observation.
     pareto_k : numpy.ndarray of shape (n,)
