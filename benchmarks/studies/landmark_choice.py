@@ -20,7 +20,8 @@ Per fit: test PICP, RMSE, NLPD, CRPS, the exact LOO coverage twice -- as fitted
 (``exact_loo``), and with each held-out point's own landmark dropped
 (``own_landmark="drop"``, on every ``len/DROPPED_LOO_DRAWS``-th draw: it factorises the
 covariance once per point and draw), which predicts each point as a new one would be and
-equals the first where no training point is a landmark -- with the largest Pareto k of the
+estimates the same as the first where no training point is a landmark (from fewer draws) --
+with the largest Pareto k of the
 second, the posterior median radius, r-hat, bulk and tail ESS, divergences and wall time (the
 sampling and test prediction; the LOO times are apart).
 

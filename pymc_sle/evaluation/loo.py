@@ -157,11 +157,12 @@ class _DroppedOwnLandmarks:
 
     def __init__(self, model: pm.Model, gp: pm.gp.Marginal, jitter: float):
         kernels = _landmark_kernels(gp.cov_func)
-        if not kernels or any(k.landmark_block is None for k in kernels):
+        features = [repr(k) for k in kernels if k.landmark_block is None]
+        if features:
             raise ValueError(
                 "`own_landmark='drop'` needs every landmark kernel of `gp`'s covariance on a "
-                "distance matrix (index mode, X holding row numbers), but found "
-                f"{[repr(k) for k in kernels] or 'no landmark kernel'}"
+                "distance matrix (index mode, X holding row numbers), but these take distances "
+                f"to the landmarks as features: {features}"
             )
         X = constant_value(gp.X)
         X_var = pt.tensor("X", dtype=X.dtype, shape=(None, X.shape[1]))
@@ -190,7 +191,8 @@ class _DroppedOwnLandmarks:
             [np.flatnonzero(block[row] == 0.0) for row in X[:, int(k.active_dims[0])]]
             for k, block in zip(kernels, self._blocks, strict=True)
         ]
-        has_own = np.array([any(own[i].size for own in self._own) for i in range(X.shape[0])])
+        has_own = np.array([any(own[i].size for own in self._own) for i in range(X.shape[0])],
+                           dtype=bool)  # fmt: skip
         self._with_own = np.flatnonzero(has_own)
         self._without_own = np.flatnonzero(~has_own)
 
@@ -275,7 +277,11 @@ def exact_loo(
           (:math:`C'_i` the covariance without those landmarks; its marginal over the other
           observations is that model's likelihood). ``idata`` is left unchanged: these
           ratios are not the ``1 / p(y_i | y_-i)`` that ``arviz.loo`` assumes, so use the
-          returned ``elpd_loo``, ``pit`` and ``pareto_k``.
+          returned ``elpd_loo``, ``pit`` and ``pareto_k``. Observations that are no landmark's
+          (and every observation of a covariance without landmark kernels, e.g. a Matérn)
+          keep the fitted covariance, so one call serves models of either kind. Landmark
+          kernels that take their distances as features (no distance matrix) are an error:
+          which columns are an observation's own is not known there.
 
     Returns
     -------
