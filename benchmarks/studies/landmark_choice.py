@@ -126,26 +126,37 @@ def _order(row: dict) -> tuple:
     return BENCHMARKS.index(row["benchmark"]), LANDMARK_SETS.index(row["landmarks"]), row["split"]
 
 
+#: What the figure draws per split: (column, marker and line style, label).
+CURVES = (("test_picp", "o-", "test PICP"), ("loo_coverage", "s:", "LOO coverage"),
+          ("loo_coverage_dropped", "^--", "LOO, own landmark dropped"))  # fmt: skip
+
+
 def figure(rows: list[dict], path) -> None:
-    """Test PICP and LOO coverage per landmark set, one panel per benchmark, a line per split."""
+    """Test PICP and the two LOO coverages per landmark set: a panel per benchmark (two per
+    row), a colour per split, a line style per quantity."""
     plt = pyplot()
     names = [b for b in BENCHMARKS if any(r["benchmark"] == b for r in rows)]
-    fig, axes = plt.subplots(1, len(names), figsize=(4.6 * len(names), 3.8), squeeze=False)
-    for ax, name in zip(axes[0], names, strict=True):
+    n_rows = -(-len(names) // 2)
+    fig, axes = plt.subplots(n_rows, min(len(names), 2), figsize=(10, 4.0 * n_rows),
+                             squeeze=False)  # fmt: skip
+    for ax, name in zip(axes.flat, names, strict=False):
         chosen = [r for r in rows if r["benchmark"] == name]
         for split in sorted({r["split"] for r in chosen}):
             line = sorted((r for r in chosen if r["split"] == split), key=_order)
             x = [LANDMARK_SETS.index(r["landmarks"]) for r in line]
-            ax.plot(x, [r["test_picp"] for r in line], "o-", color=f"C{split}",
-                    label=f"split {split}: test PICP")  # fmt: skip
-            ax.plot(x, [r["loo_coverage"] for r in line], "s:", color=f"C{split}", alpha=0.5,
-                    label=f"split {split}: LOO coverage")  # fmt: skip
-            ax.plot(x, [r["loo_coverage_dropped"] for r in line], "^--", color=f"C{split}",
-                    alpha=0.8, label=f"split {split}: LOO, own landmark dropped")  # fmt: skip
-        ax.axhspan(0.92, 0.97, color="0.9", zorder=0, label="target band")
+            for column, style, _ in CURVES:
+                ax.plot(x, [r[column] for r in line], style, color=f"C{split}", alpha=0.8)
+        ax.axhspan(0.92, 0.97, color="0.9", zorder=0)
         ax.set_xticks(range(len(LANDMARK_SETS)), LANDMARK_SETS)
         ax.set(title=name, ylabel="coverage of the 95 % intervals")
-    axes[0, 0].legend(fontsize=7)
+    for ax in axes.flat[len(names) :]:
+        ax.set_axis_off()
+    handles = [plt.Line2D([], [], color="k", linestyle=style[1:], marker=style[0], label=label)
+               for _, style, label in CURVES]  # fmt: skip
+    handles += [plt.Line2D([], [], color=f"C{s}", lw=4, label=f"split {s}")
+                for s in sorted({r["split"] for r in rows})]  # fmt: skip
+    handles.append(plt.Rectangle((0, 0), 1, 1, color="0.9", label="target band"))
+    axes.flat[0].legend(handles=handles, fontsize=7)
     save_figure(fig, path)
 
 
