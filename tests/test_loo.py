@@ -251,6 +251,20 @@ def test_dropping_the_own_landmark_predicts_with_the_sle_built_without_it(embedd
     np.testing.assert_allclose(kept.log_likelihood[..., ~own], loo.log_likelihood[..., ~own])
 
 
+def test_dropping_the_own_landmark_keeps_a_duplicate_inputs_landmark():
+    """Training points 3 and 5 share an input: without point 3 the model still has landmark 5,
+    at distance 0 from point 3, as a new point at that input would; only column 3 goes."""
+    points, y = _sle_points(seed=15)
+    points[5] = points[3]
+    model, gp, D = _sle_model(points, y, 24)
+    idata = az.from_dict(posterior={"radius": np.full((1, 2), 0.7), "ls": np.full((1, 2), 1.3)})
+    loo = exact_loo(idata, gp, var_name="obs", model=model, own_landmark="drop")
+    for i in (3, 5):
+        K = _sle_without(D, np.delete(np.arange(30), i), 0.7, 1.3, 24)
+        expected = _by_conditioning(K, y, 0.0, i)
+        np.testing.assert_allclose(loo.log_likelihood[0, 0, i], expected, rtol=1e-9)
+
+
 @pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto:UserWarning")
 def test_dropping_the_own_landmark_reweights_the_draws_to_the_model_without_the_point():
     """Two draws (too few to smooth a Pareto tail: the weights are the raw ratios): the LOO

@@ -148,12 +148,12 @@ def _landmark_kernels(cov) -> list[LandmarkCovariance]:
 
 
 class _DroppedOwnLandmarks:
-    """The LOO predictive of each observation with its own landmarks dropped: a compiled
+    """The LOO predictive of each observation with its own landmark dropped: a compiled
     function of the free variables, the landmark blocks and observations ``rows``, to
     ``(g[rows], cbar[rows], log N(y; m, C'))`` with ``C'`` the covariance of those blocks. An
-    observation's own landmarks (at distance 0 from it) are dropped by setting their columns
-    to ``inf``: their bumps vanish for every point. Observations without one (landmarks apart
-    from the training points) share one call with the blocks as they are."""
+    observation's own landmark (``_own_columns``; one per landmark kernel) is dropped by setting
+    its column to ``inf``: its bump vanishes for every point. Observations without one
+    (landmarks apart from the training points) share one call with the blocks as they are."""
 
     def __init__(self, model: pm.Model, gp: pm.gp.Marginal, jitter: float):
         kernels = _landmark_kernels(gp.cov_func)
@@ -188,13 +188,13 @@ class _DroppedOwnLandmarks:
         self._X = X
         self._blocks = [np.array(k.landmark_block.data, dtype=float) for k in kernels]
         self._own = [
-            [np.flatnonzero(block[row] == 0.0) for row in X[:, int(k.active_dims[0])]]
+            _own_columns(k, block, X[:, int(k.active_dims[0])])
             for k, block in zip(kernels, self._blocks, strict=True)
         ]
-        has_own = np.array([any(own[i].size for own in self._own) for i in range(X.shape[0])],
-                           dtype=bool)  # fmt: skip
-        self._with_own = np.flatnonzero(has_own)
-        self._without_own = np.flatnonzero(~has_own)
+        has_own = np.zeros(X.shape[0], dtype=bool)
+        for own in self._own:
+            has_own |= own >= 0
+        self._with_own, self._without_own = np.flatnonzero(has_own), np.flatnonzero(~has_own)
 
     def __call__(self, values: list[np.ndarray], n: int):
         """``(g, cbar, log ratio)`` of the ``n`` observations at one draw: the log importance
@@ -206,18 +206,32 @@ class _DroppedOwnLandmarks:
         cbar[self._without_own] = cbar_fitted[: self._without_own.size]
         joint[self._without_own] = full
         for i in self._with_own:
-            drops = list(zip(self._blocks, (own[i] for own in self._own), strict=True))
-            saved = [block[:, columns].copy() for block, columns in drops]
-            for block, columns in drops:
-                block[:, columns] = np.inf
+            drops = [(block, own[i]) for block, own in zip(self._blocks, self._own, strict=True)
+                     if own[i] >= 0]  # fmt: skip
+            saved = [block[:, column].copy() for block, column in drops]
+            for block, column in drops:
+                block[:, column] = np.inf
             try:
                 out = self._function(*values, self._X, *self._blocks, np.array([i]))
             finally:
-                for (block, columns), old in zip(drops, saved, strict=True):
-                    block[:, columns] = old
+                for (block, column), old in zip(drops, saved, strict=True):
+                    block[:, column] = old
             g[i], cbar[i], joint[i] = out[0][0], out[1][0], out[2]
         log_lik = _log_density(g, cbar)
         return g, cbar, joint - log_lik - full
+
+
+def _own_columns(kernel: LandmarkCovariance, block: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For each training row, the position of its own landmark among ``kernel``'s landmark
+    columns, or -1: the column with the row's own number, when that column is a landmark at
+    distance 0 from the row (a distance matrix over every point, columns in the rows' order, as
+    the README builds it). Only that one: another landmark at distance 0 (a duplicate input)
+    stays, as it would in the model fitted without the point."""
+    position = {int(column): p for p, column in enumerate(kernel.landmarks)}
+    own = np.array([position.get(int(row), -1) for row in rows], dtype=np.int64)
+    found = own >= 0
+    found[found] = block[rows[found], own[found]] == 0.0
+    return np.where(found, own, -1)
 
 
 def _log_density(g: np.ndarray, cbar: np.ndarray) -> np.ndarray:
@@ -270,14 +284,16 @@ def exact_loo(
           covariance works. For SLE this check is optimistic: a training point is its own
           landmark, a new point is not (``docs/how-to/calibration.md``).
         - ``"drop"``: the observation is predicted as a new point would be, by the model fitted
-          without it: the landmarks at distance 0 from it (itself, or duplicates of its input)
-          leave every point's embedding, and the posterior is importance-weighted to that
+          without it: its own landmark (the column of ``distances`` with its row number, when
+          that is a landmark at distance 0 from it, as with a square distance matrix over every
+          point; a duplicate of its input that is another landmark stays) leaves every point's
+          embedding, and the posterior is importance-weighted to that
           model and the other observations, with the log ratio
           :math:`\log N(y; m, C'_i) - \log p'(y_i \mid y_{-i}) - \log N(y; m, C)`
           (:math:`C'_i` the covariance without those landmarks; its marginal over the other
           observations is that model's likelihood). ``idata`` is left unchanged: these
           ratios are not the ``1 / p(y_i | y_-i)`` that ``arviz.loo`` assumes, so use the
-          returned ``elpd_loo``, ``pit`` and ``pareto_k``. Observations that are no landmark's
+          returned ``elpd_loo``, ``pit`` and ``pareto_k``. Observations without an own landmark
           (and every observation of a covariance without landmark kernels, e.g. a Matérn)
           keep the fitted covariance, so one call serves models of either kind. Landmark
           kernels that take their distances as features (no distance matrix) are an error:
