@@ -251,6 +251,25 @@ def test_dropping_the_own_landmark_predicts_with_the_sle_built_without_it(embedd
     np.testing.assert_allclose(kept.log_likelihood[..., ~own], loo.log_likelihood[..., ~own])
 
 
+def test_dropping_the_own_landmark_of_a_block_of_distances_to_the_landmarks():
+    """A rectangular matrix (every point against a subset of the training points, in another
+    order): a training point's own landmark is the column at distance 0 from it."""
+    points, y = _sle_points(seed=16)
+    columns = np.array([20, 3, 11, 7, 0, 16, 23, 9])
+    full = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    block = sle.DistanceMatrix(full[:, columns])
+    with pm.Model() as model:
+        cov = 1.5 * sle.SLE(block, radius=pm.LogNormal("radius", 0.0, 0.2), ls=1.3)
+        gp = sle.gp.Marginal(cov_func=cov)
+        gp.marginal_likelihood("obs", X=np.arange(24)[:, None], y=y, sigma=0.2)
+    idata = az.from_dict(posterior={"radius": np.full((1, 2), 0.7)})
+    loo = exact_loo(idata, gp, var_name="obs", model=model, own_landmark="drop")
+    D = sle.DistanceMatrix(full)
+    for i in (3, 9, 20, 5):
+        K = _sle_without(D, columns[columns != i], 0.7, 1.3, 24)
+        np.testing.assert_allclose(loo.log_likelihood[0, 0, i], _by_conditioning(K, y, 0.0, i))
+
+
 def test_dropping_the_own_landmark_keeps_a_duplicate_inputs_landmark():
     """Training points 3 and 5 share an input: without point 3 the model still has landmark 5,
     at distance 0 from point 3, as a new point at that input would; only column 3 goes."""

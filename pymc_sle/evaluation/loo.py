@@ -223,15 +223,26 @@ class _DroppedOwnLandmarks:
 
 def _own_columns(kernel: LandmarkCovariance, block: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """For each training row, the position of its own landmark among ``kernel``'s landmark
-    columns, or -1: the column with the row's own number, when that column is a landmark at
-    distance 0 from the row (a distance matrix over every point, columns in the rows' order, as
-    the README builds it). Only that one: another landmark at distance 0 (a duplicate input)
-    stays, as it would in the model fitted without the point."""
-    position = {int(column): p for p, column in enumerate(kernel.landmarks)}
-    own = np.array([position.get(int(row), -1) for row in rows], dtype=np.int64)
-    found = own >= 0
-    found[found] = block[rows[found], own[found]] == 0.0
-    return np.where(found, own, -1)
+    columns, or -1.
+
+    - A square distance matrix (every point against every point, as the README builds it): the
+      column with the row's own number, if it is a landmark at distance 0 from the row. A
+      duplicate of the point's input that is another landmark stays, as it would in the model
+      fitted without the point.
+    - Otherwise (a ``(n_points, n_landmarks)`` block): a landmark at distance 0 from the row,
+      the first if several. For a metric, coincident inputs have equal distance columns, so
+      dropping any one of them leaves the same kernel; a point that merely coincides with a
+      landmark that is not a training point is taken for it.
+    """
+    zero = block[rows] == 0.0
+    own = np.where(zero.any(axis=1), zero.argmax(axis=1), -1)
+    if kernel.distances.n_points == kernel.distances.n_columns:
+        position = {int(column): p for p, column in enumerate(kernel.landmarks)}
+        own = np.array([position.get(int(row), -1) for row in rows], dtype=np.int64)
+        found = own >= 0
+        found[found] = zero[np.flatnonzero(found), own[found]]
+        own = np.where(found, own, -1)
+    return own
 
 
 def _log_density(g: np.ndarray, cbar: np.ndarray) -> np.ndarray:
@@ -284,13 +295,13 @@ def exact_loo(
           covariance works. For SLE this check is optimistic: a training point is its own
           landmark, a new point is not (``docs/how-to/calibration.md``).
         - ``"drop"``: the observation is predicted as a new point would be, by the model fitted
-          without it: its own landmark (the column of ``distances`` with its row number, when
-          that is a landmark at distance 0 from it, as with a square distance matrix over every
-          point; a duplicate of its input that is another landmark stays) leaves every point's
-          embedding, and the posterior is importance-weighted to that
-          model and the other observations, with the log ratio
+          without it: its own landmark leaves every point's embedding (with a square distance
+          matrix over every point, the column with its row number, if a landmark at distance
+          0 from it: a duplicate of its input that is another landmark stays; with a block of
+          distances to the landmarks only, a landmark at distance 0 from it), and the posterior
+          is importance-weighted to that model and the other observations, with the log ratio
           :math:`\log N(y; m, C'_i) - \log p'(y_i \mid y_{-i}) - \log N(y; m, C)`
-          (:math:`C'_i` the covariance without those landmarks; its marginal over the other
+          (:math:`C'_i` the covariance without that landmark; its marginal over the other
           observations is that model's likelihood). ``idata`` is left unchanged: these
           ratios are not the ``1 / p(y_i | y_-i)`` that ``arviz.loo`` assumes, so use the
           returned ``elpd_loo``, ``pit`` and ``pareto_k``. Observations without an own landmark
