@@ -133,7 +133,8 @@ CURVES = (("test_picp", "o-", "test PICP"), ("loo_coverage", "s:", "LOO coverage
 
 def figure(rows: list[dict], path) -> None:
     """Test PICP and the two LOO coverages per landmark set: a panel per benchmark (two per
-    row), a colour per split, a line style per quantity."""
+    row), a colour per split, a line style per quantity (shifted apart a little, so equal values
+    stay visible)."""
     plt = pyplot()
     names = [b for b in BENCHMARKS if any(r["benchmark"] == b for r in rows)]
     n_rows = -(-len(names) // 2)
@@ -144,8 +145,9 @@ def figure(rows: list[dict], path) -> None:
         for split in sorted({r["split"] for r in chosen}):
             line = sorted((r for r in chosen if r["split"] == split), key=_order)
             x = [LANDMARK_SETS.index(r["landmarks"]) for r in line]
-            for column, style, _ in CURVES:
-                ax.plot(x, [r[column] for r in line], style, color=f"C{split}", alpha=0.8)
+            for shift, (column, style, _) in zip((-0.05, 0.0, 0.05), CURVES, strict=True):
+                ax.plot(np.add(x, shift), [r[column] for r in line], style, color=f"C{split}",
+                        alpha=0.8)  # fmt: skip
         ax.axhspan(0.92, 0.97, color="0.9", zorder=0)
         ax.set_xticks(range(len(LANDMARK_SETS)), LANDMARK_SETS)
         ax.set(title=name, ylabel="coverage of the 95 % intervals")
