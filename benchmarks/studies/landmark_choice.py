@@ -42,11 +42,8 @@ from dataclasses import replace
 import numpy as np
 
 import pymc_sle as sle
-from benchmarks import nuts_convergence
-from benchmarks._paths import SHARED_DATA
 from benchmarks.studies.common import (
     markdown_rows,
-    parser,
     pyplot,
     read_fit_rows,
     run_resumable,
@@ -54,7 +51,11 @@ from benchmarks.studies.common import (
     write_json,
     write_markdown,
 )
-from benchmarks.studies.loo_calibration import STUDY_NUTS, benchmark_jobs, sample_and_check
+from benchmarks.studies.loo_calibration import (
+    benchmark_jobs,
+    sample_and_check,
+    study_arguments,
+)
 from pymc_sle.evaluation.loo import exact_loo
 
 BENCHMARKS = ("saxs", "teddy_200", "strings", "one_d")
@@ -225,19 +226,11 @@ def summarise(rows: list[dict], out, settings) -> None:
 
 
 def main(argv=None) -> None:
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--mesh", default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
-    p.add_argument("--benchmarks", nargs="+", choices=BENCHMARKS, default=DEFAULT_BENCHMARKS)
-    p.add_argument("--refit", action="store_true", help="redo the fits the CSV already holds")
-    p.add_argument("--summary-only", action="store_true", help="rewrite the summary from the CSV")
-    args = p.parse_args(argv)
-    settings = nuts_convergence.QUICK_NUTS if args.quick else STUDY_NUTS
-    names, n_splits = (["one_d"], 1) if args.quick else (args.benchmarks, nuts_convergence.N_SPLITS)
+    args, settings, names, n_splits = study_arguments(__doc__, BENCHMARKS, DEFAULT_BENCHMARKS, argv)
     path = args.out / "landmark_choice.csv"
     if args.summary_only:
         rows = read_fit_rows(path, COLUMNS, text=TEXT_COLUMNS)
     else:
-        args.bunny_mesh = None  # the bunny is not studied
         jobs = benchmark_jobs(names, n_splits, LANDMARK_SETS, args)
         rows = run_resumable(
             path, COLUMNS, text=TEXT_COLUMNS, variant="landmarks", jobs=jobs, refit=args.refit,

@@ -89,6 +89,21 @@ def sample_and_check(bench, ctx, model_name: str, settings: NutsSettings) -> Che
     return CheckedFit(holdout, loo, time.perf_counter() - start, spec, model, gp)
 
 
+def study_arguments(doc: str, choices, default, argv):
+    """The command line of a resumable study of the NUTS benchmark's fits: ``(args, settings,
+    benchmark names, splits)``; ``--quick`` is the 1-D benchmark, one split, short chains."""
+    p = parser(doc.splitlines()[0])
+    p.add_argument("--mesh", default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
+    p.add_argument("--benchmarks", nargs="+", choices=choices, default=list(default))
+    p.add_argument("--refit", action="store_true", help="redo the fits the CSV already holds")
+    p.add_argument("--summary-only", action="store_true", help="rewrite the summary from the CSV")
+    args = p.parse_args(argv)
+    args.bunny_mesh = None  # the bunny is not studied
+    settings = nuts_convergence.QUICK_NUTS if args.quick else STUDY_NUTS
+    names, n_splits = (["one_d"], 1) if args.quick else (args.benchmarks, nuts_convergence.N_SPLITS)
+    return args, settings, names, n_splits
+
+
 def benchmark_jobs(names, n_splits: int, variants, args):
     """``(bench, ctx, variant)`` for every NUTS benchmark in ``names``, split and variant (the
     benchmarks built as ``nuts_convergence`` builds them from ``args``)."""
@@ -200,19 +215,11 @@ def summarise(rows: list[dict], out, settings: NutsSettings) -> None:
 
 
 def main(argv=None) -> None:
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--mesh", default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
-    p.add_argument("--benchmarks", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
-    p.add_argument("--refit", action="store_true", help="redo the fits the CSV already holds")
-    p.add_argument("--summary-only", action="store_true", help="rewrite the summary from the CSV")
-    args = p.parse_args(argv)
-    settings = nuts_convergence.QUICK_NUTS if args.quick else STUDY_NUTS
-    names, n_splits = (["one_d"], 1) if args.quick else (args.benchmarks, nuts_convergence.N_SPLITS)
+    args, settings, names, n_splits = study_arguments(__doc__, BENCHMARKS, BENCHMARKS, argv)
     path = args.out / "loo_calibration.csv"
     if args.summary_only:
         rows = read_fit_rows(path, COLUMNS, text=4)
     else:
-        args.bunny_mesh = None  # the bunny is not studied
         jobs = benchmark_jobs(names, n_splits, SAMPLERS, args)
         rows = run_resumable(
             path, COLUMNS, text=4, variant="model", jobs=jobs, refit=args.refit,

@@ -292,7 +292,7 @@ def exact_loo(
         the landmarks).
 
         - ``"keep"``: the covariance stays as fitted; only the observation leaves. Any
-          covariance works. For SLE this check is optimistic: a training point is its own
+          covariance works. For SLE this check can be optimistic: a training point is its own
           landmark, a new point is not (``docs/how-to/calibration.md``).
         - ``"drop"``: the observation is predicted as a new point would be, by the model fitted
           without it: its own landmark leaves every point's embedding (with a square distance
