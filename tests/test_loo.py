@@ -201,8 +201,9 @@ def test_exact_loo_needs_the_gps_own_one_output_observations():
         exact_loo(idata, two, var_name="y2", model=model)
 
 
-def _sle_model(points, y, n_train, landmarks=None, embedding="auto"):
-    D = sle.DistanceMatrix(np.linalg.norm(points[:, None] - points[None], axis=-1))
+def _sle_model(points, y, n_train, landmarks=None, embedding="auto", dtype="float64"):
+    distances = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    D = sle.DistanceMatrix(distances, dtype=dtype)
     with pm.Model() as model:
         radius = pm.LogNormal("radius", np.log(0.6), 0.2)
         ls = pm.LogNormal("ls", 0.0, 0.5)
@@ -226,25 +227,30 @@ def _sle_without(D, landmarks, radius, ls, n_train):
 
 
 @pytest.mark.parametrize(
-    ("embedding", "landmarks"),
-    [("auto", None), ("dense", None), ("auto", np.arange(0, 30, 2))],
-    ids=["auto", "dense", "every other point a landmark"],
-)
-def test_dropping_the_own_landmark_predicts_with_the_sle_built_without_it(embedding, landmarks):
+    ("embedding", "landmarks", "dtype"),
+    [("auto", None, "float64"), ("dense", None, "float64"),
+     ("auto", np.arange(0, 30, 2), "float64"), ("auto", None, "float32")],
+    ids=["auto", "dense", "every other point a landmark", "float32 distances"],
+)  # fmt: skip
+def test_dropping_the_own_landmark_predicts_with_the_sle_built_without_it(
+    embedding, landmarks, dtype
+):
     """One hyperparameter value (equal weights): each held-out training point's LOO density is
     the conditional of the SLE whose landmarks are the same but for its own, as if it were new
     (points that are not landmarks keep the fitted covariance)."""
     points, y = _sle_points()
-    model, gp, D = _sle_model(points, y, 24, landmarks=landmarks, embedding=embedding)
+    model, gp, D = _sle_model(points, y, 24, landmarks=landmarks, embedding=embedding,
+                              dtype=dtype)  # fmt: skip
     idata = az.from_dict(posterior={"radius": np.full((1, 2), 0.7), "ls": np.full((1, 2), 1.3)})
     loo = exact_loo(idata, gp, var_name="obs", model=model, own_landmark="drop")
     assert "log_likelihood" not in idata.groups()  # not ArviZ's importance ratios: not stored
     columns = np.arange(30) if landmarks is None else landmarks
+    rtol = 1e-9 if dtype == "float64" else 1e-5  # the reference reads the float32 distances too
     for i in (0, 9, 14, 23):
         K = _sle_without(D, columns[columns != i], 0.7, 1.3, 24)
         expected = _by_conditioning(K, y, 0.0, i)
-        np.testing.assert_allclose(loo.log_likelihood[0, 1, i], expected, rtol=1e-9)
-        np.testing.assert_allclose(loo.elpd_loo[i], expected, rtol=1e-9)
+        np.testing.assert_allclose(loo.log_likelihood[0, 1, i], expected, rtol=rtol)
+        np.testing.assert_allclose(loo.elpd_loo[i], expected, rtol=rtol)
     kept = exact_loo(idata, gp, var_name="obs", model=model)
     own = np.isin(np.arange(24), columns)
     assert not np.allclose(kept.log_likelihood.values[..., own], loo.log_likelihood[..., own])

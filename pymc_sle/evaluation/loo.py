@@ -166,7 +166,7 @@ class _DroppedOwnLandmarks:
             )
         X = constant_value(gp.X)
         X_var = pt.tensor("X", dtype=X.dtype, shape=(None, X.shape[1]))
-        blocks = [pt.matrix(f"landmark_block_{j}") for j in range(len(kernels))]
+        blocks = [k.landmark_block.type(f"landmark_block_{j}") for j, k in enumerate(kernels)]
         mean, cov = graph_replace(
             build_marginal_likelihood(gp, X_var, gp.sigma, jitter),
             {k.landmark_block: b for k, b in zip(kernels, blocks, strict=True)},
@@ -186,7 +186,7 @@ class _DroppedOwnLandmarks:
             [*inputs, X_var, *blocks, rows], outputs, allow_input_downcast=True
         )
         self._X = X
-        self._blocks = [np.array(k.landmark_block.data, dtype=float) for k in kernels]
+        self._blocks = [np.array(k.landmark_block.data) for k in kernels]  # copies, edited below
         self._own = [
             _own_columns(k, block, X[:, int(k.active_dims[0])])
             for k, block in zip(kernels, self._blocks, strict=True)
@@ -235,14 +235,13 @@ def _own_columns(kernel: LandmarkCovariance, block: np.ndarray, rows: np.ndarray
       landmark that is not a training point is taken for it.
     """
     zero = block[rows] == 0.0
-    own = np.where(zero.any(axis=1), zero.argmax(axis=1), -1)
-    if kernel.distances.n_points == kernel.distances.n_columns:
-        position = {int(column): p for p, column in enumerate(kernel.landmarks)}
-        own = np.array([position.get(int(row), -1) for row in rows], dtype=np.int64)
-        found = own >= 0
-        found[found] = zero[np.flatnonzero(found), own[found]]
-        own = np.where(found, own, -1)
-    return own
+    if kernel.distances.n_points != kernel.distances.n_columns:
+        return np.where(zero.any(axis=1), zero.argmax(axis=1), -1)
+    position = {int(column): p for p, column in enumerate(kernel.landmarks)}
+    own = np.array([position.get(int(row), -1) for row in rows], dtype=np.int64)
+    found = own >= 0
+    found[found] = zero[np.flatnonzero(found), own[found]]
+    return np.where(found, own, -1)
 
 
 def _log_density(g: np.ndarray, cbar: np.ndarray) -> np.ndarray:
