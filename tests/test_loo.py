@@ -360,6 +360,10 @@ def test_dropping_own_landmarks_needs_landmark_kernels_on_a_distance_matrix():
         cov = sle.SLE(input_dim=30, radius=0.6, ls=1.0)
         features_gp = sle.gp.Marginal(cov_func=cov)
         features_gp.marginal_likelihood("obs", X=features, y=y, sigma=0.2)
+    model, gp, _ = _sle_model(points, y, 24)
+    with pytest.raises(ValueError, match=r"not positive definite.*increase `jitter`"):
+        exact_loo(_posterior_of_radius_and_ls(np.random.default_rng(17)), gp, var_name="obs",
+                  model=model, jitter=-5.0, own_landmark="drop")  # fmt: skip
     with pytest.raises(ValueError, match="index mode"):
         exact_loo(az.from_dict(posterior={"x": [[0.0]]}), features_gp, var_name="obs",
                   model=features_model, own_landmark="drop")  # fmt: skip
