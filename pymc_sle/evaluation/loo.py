@@ -197,8 +197,8 @@ class _DroppedOwnLandmarks:
         self._with_own, self._without_own = np.flatnonzero(has_own), np.flatnonzero(~has_own)
 
     def __call__(self, values: list[np.ndarray], n: int):
-        """``(g, cbar, log ratio)`` of the ``n`` observations at one draw: the log importance
-        ratio is ``log N(y; C'_i) - log p'(y_i | y_-i) - log N(y; C)``."""
+        """``(g, cbar, log N(y; C'_i) - log N(y; C))`` of the ``n`` observations at one draw:
+        the log importance ratio less the ``- log p'(y_i | y_-i)`` that every LOO has."""
         g, cbar, joint = np.empty((3, n))
         as_fitted = self._without_own if self._without_own.size else np.arange(1)
         g_fitted, cbar_fitted, full = self._function(*values, self._X, *self._blocks, as_fitted)
@@ -217,8 +217,7 @@ class _DroppedOwnLandmarks:
                 for (block, column), old in zip(drops, saved, strict=True):
                     block[:, column] = old
             g[i], cbar[i], joint[i] = out[0][0], out[1][0], out[2]
-        log_lik = _log_density(g, cbar)
-        return g, cbar, joint - log_lik - full
+        return g, cbar, joint - full
 
 
 def _own_columns(kernel: LandmarkCovariance, block: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -360,7 +359,9 @@ def exact_loo(
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
     values = [posterior[name].values.reshape(chains * draws, *posterior[name].shape[2:])
               for name in names]  # fmt: skip
-    g, cbar, log_ratios = np.empty((3, chains * draws, y.size))
+    # log p'(y_-i | theta) / p(y | theta) = log N(y; C'_i) - log N(y; C) - log p'(y_i | y_-i):
+    # the first two differ only where the drop mode removes a landmark (0 otherwise).
+    g, cbar, model_ratio = np.zeros((3, chains * draws, y.size))
     try:
         with threadpool_limits(limits=1, user_api="blas"):
             for s in range(chains * draws):
@@ -368,14 +369,12 @@ def exact_loo(
                 if keep:
                     g[s], cbar[s] = function(*draw)
                 else:
-                    g[s], cbar[s], log_ratios[s] = dropped(draw, y.size)
+                    g[s], cbar[s], model_ratio[s] = dropped(draw, y.size)
     except np.linalg.LinAlgError as error:
         raise ValueError(_NOT_POSITIVE_DEFINITE) from error
     if not np.all(cbar > 0.0):
         raise ValueError(_NOT_POSITIVE_DEFINITE)
     log_lik = _log_density(g, cbar)
-    if keep:
-        log_ratios = -log_lik
     dim = f"{var_name}_dim_0"
     array = xr.DataArray(
         log_lik.reshape(chains, draws, y.size),
@@ -388,7 +387,7 @@ def exact_loo(
     elif keep:
         idata.add_groups(log_likelihood=xr.Dataset({var_name: array}))
     reff = _relative_efficiency(posterior[names], chains * draws)
-    log_weights, pareto_k = az.psislw(log_ratios.T, reff=reff)
+    log_weights, pareto_k = az.psislw((model_ratio - log_lik).T, reff=reff)
     pit = np.sum(np.exp(log_weights) * stats.norm.cdf(g.T / np.sqrt(cbar.T)), axis=1)
     return ExactLOO(
         log_likelihood=array,
