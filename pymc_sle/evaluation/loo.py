@@ -95,6 +95,21 @@ class ExactLOO:
         return float(np.mean((self.pit > tail) & (self.pit < 1.0 - tail)))
 
 
+def _check_posterior_and_gp(idata, gp) -> None:
+    """``idata`` holds a posterior and ``gp`` is a marginal GP that has been given its data."""
+    if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
+        raise TypeError(
+            f"`idata` must be an arviz.InferenceData with a posterior group, got {type(idata)!r}"
+        )
+    if not isinstance(gp, pm.gp.Marginal):
+        raise TypeError(f"`gp` must be a pm.gp.Marginal, got {type(gp).__name__}")
+    if getattr(gp, "X", None) is None:
+        raise ValueError(
+            "`gp` must be a pm.gp.Marginal whose marginal_likelihood has been called, but "
+            "gp.marginal_likelihood was not called"
+        )
+
+
 def _observed_data(model: pm.Model, var_name: str) -> np.ndarray:
     """The observations of ``model``'s observed variable ``var_name`` (1-D)."""
     names = [rv.name for rv in model.observed_RVs]
@@ -323,17 +338,7 @@ def exact_loo(
     model = pm.modelcontext(model)
     if own_landmark not in ("keep", "drop"):
         raise ValueError(f"`own_landmark` must be 'keep' or 'drop', got {own_landmark!r}")
-    if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
-        raise TypeError(
-            f"`idata` must be an arviz.InferenceData with a posterior group, got {type(idata)!r}"
-        )
-    if not isinstance(gp, pm.gp.Marginal):
-        raise TypeError(f"`gp` must be a pm.gp.Marginal, got {type(gp).__name__}")
-    if getattr(gp, "X", None) is None:
-        raise ValueError(
-            "`gp` must be a pm.gp.Marginal whose marginal_likelihood has been called, but "
-            "gp.marginal_likelihood was not called"
-        )
+    _check_posterior_and_gp(idata, gp)
     y = _observed_data(model, var_name)
     gp_y = constant_value(gp.y)
     if gp_y is None or gp_y.shape != y.shape or not np.array_equal(gp_y, y):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytensor.tensor as pt
 from pymc.gp.cov import Covariance, Stationary
@@ -95,6 +97,19 @@ class LandmarkCovariance(Covariance):
         (``pytensor.graph.graph_replace``) evaluates the kernel with other distances, e.g. a
         landmark set to ``inf`` to drop it (:func:`~pymc_sle.evaluation.loo.exact_loo`)."""
         return None if self.feature_mode else self._landmark_block
+
+    @contextmanager
+    def _landmark_block_as(self, block: pt.TensorVariable, n_landmarks: int):
+        """Within the block, build graphs on ``block`` -- distances from every row of
+        ``distances`` to ``n_landmarks`` landmarks, symbolic -- instead of the fitted ones: a
+        kernel with other landmarks, the same parameters
+        (:func:`~pymc_sle.evaluation.new_points.own_landmark_predictive`)."""
+        saved = self._landmark_block, self._n_landmarks
+        self._landmark_block, self._n_landmarks = block, n_landmarks
+        try:
+            yield
+        finally:
+            self._landmark_block, self._n_landmarks = saved
 
     @property
     def n_landmarks(self) -> int:
