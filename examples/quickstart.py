@@ -83,3 +83,16 @@ new = sle.evaluation.loo.exact_loo(
     idata.sel(draw=slice(None, None, 10)), gp, var_name="y", model=model, own_landmark="drop"
 )
 print(f"LOO coverage, each point predicted as a new one: {new.coverage(0.95):.3f}")
+
+# %%
+# The same asymmetry at prediction time: ``gp.conditional`` predicts a test point without a
+# landmark of its own. ``own_landmark_predictive`` predicts each test point by the SLE with that
+# point added to the landmarks, as every training point is one, the draws reweighted to that
+# model. It too factorises the covariance once per point and draw, so it reads every 10th draw.
+predictive = sle.evaluation.new_points.own_landmark_predictive(
+    idata.sel(draw=slice(None, None, 10)), gp, X_test, model=model
+)
+lower, upper = predictive.interval(0.95)  # per test point, for plots and reports
+print(f"mean width of the 95 % intervals: {(upper - lower).mean():.3f}")
+print(f"test coverage, each test point its own landmark: {predictive.coverage(data.y_test):.3f}")
+print(f"its NLPD: {-predictive.logpdf(data.y_test).mean():.3f}")

@@ -23,12 +23,13 @@ def _points(seed=8):
     return sle.DistanceMatrix(np.linalg.norm(points[:, None] - points[None], axis=-1)), y
 
 
-def _sle_model(D, y, embedding="auto"):
+def _sle_model(D, y, embedding="auto", landmarks=None):
     train = np.arange(N_TRAIN)
+    landmarks = train if landmarks is None else landmarks
     with pm.Model() as model:
         radius = pm.LogNormal("radius", np.log(0.6), 0.2)
         ls = pm.LogNormal("ls", 0.0, 0.5)
-        cov = 1.5 * sle.SLE(D, landmarks=train, radius=radius, ls=ls, embedding=embedding)
+        cov = 1.5 * sle.SLE(D, landmarks=landmarks, radius=radius, ls=ls, embedding=embedding)
         gp = sle.gp.Marginal(cov_func=cov)
         gp.marginal_likelihood("obs", X=train[:, None], y=y, sigma=0.2)
     return model, gp
@@ -107,8 +108,10 @@ def test_the_draws_are_weighted_to_the_model_with_the_new_landmark():
 
 
 def test_landmarks_and_kernels_without_landmarks_keep_the_fitted_predictive():
-    """A new point that is a landmark already (here: training points), and every point of a
-    Matérn GP, are predicted as ``gp.conditional`` does, with equal weights."""
+    """A new point that is a landmark already (here: training points), every point of an SLE
+    whose landmarks are apart from the training points, and every point of a Matérn GP, are
+    predicted as ``gp.conditional`` does, with equal weights; some training points among the
+    landmarks and not others is an error."""
     D, y = _points(seed=10)
     model, gp = _sle_model(D, y)
     rng = np.random.default_rng(11)
@@ -123,6 +126,16 @@ def test_landmarks_and_kernels_without_landmarks_keep_the_fitted_predictive():
     for j, row in enumerate(rows):
         mu, var, _ = _by_hand(D, y, np.arange(N_TRAIN), row, radius, ls)
         np.testing.assert_allclose([new.means[s, j], new.variances[s, j]], [mu, var], rtol=1e-9)
+
+    mixed_model, mixed = _sle_model(D, y, landmarks=np.arange(20, N_POINTS))  # 4 training too
+    with pytest.raises(ValueError, match="4 of the 24 training points are landmarks"):
+        own_landmark_predictive(idata, mixed, NEW[:, None], model=mixed_model)
+    apart_model, apart = _sle_model(D, y, landmarks=NEW[:3])  # no training point a landmark
+    kept = own_landmark_predictive(idata, apart, NEW[3:, None], model=apart_model)
+    np.testing.assert_array_equal(kept.pareto_k, 0.0)
+    for j, row in enumerate(NEW[3:]):
+        mu, var, _ = _by_hand(D, y, NEW[:3], row, radius, ls)
+        np.testing.assert_allclose([kept.means[s, j], kept.variances[s, j]], [mu, var], rtol=1e-9)
 
     X = np.linspace(0, 10, N_TRAIN)[:, None]
     with pm.Model() as matern:

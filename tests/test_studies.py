@@ -363,6 +363,47 @@ def test_landmark_choice_quick(run_study):
     assert sorted(summary) == ["one_d, all training", "one_d, m training", "one_d, m unused"]
 
 
+def test_inner_choice_quick(run_study):
+    out = run_study("inner_choice")
+    table = rows(out / "inner_choice.csv")
+    assert [r["inner"] for r in table] == ["matern12", "matern32", "matern52"]
+    assert {r["default_inner"] for r in table} == {"matern32"}  # the 1-D benchmark's own
+    for r in table:
+        assert 0.0 <= float(r["loo_coverage_dropped"]) <= 1.0
+        assert 0.0 <= float(r["test_picp"]) <= 1.0
+        assert np.isfinite(float(r["loo_elpd_dropped"])) and float(r["ls_median"]) > 0.0
+    choice = json.loads((out / "inner_choice.json").read_text())["loo_choices"]
+    chosen = max(table, key=lambda r: float(r["loo_elpd_dropped"]))["inner"]
+    best = min(table, key=lambda r: float(r["nlpd"]))["inner"]
+    assert choice == [dict(benchmark="one_d", split=0, chosen=chosen, default="matern32",
+                           best_nlpd=best)]  # fmt: skip
+
+
+def test_new_point_prediction_quick(run_study):
+    out = run_study("new_point_prediction")
+    (row,) = rows(out / "new_point_prediction.csv")
+    assert (row["benchmark"], row["split"], row["model"]) == ("one_d", "0", "README recipe")
+    for prediction in ("conditional", "own"):
+        assert 0.0 <= float(row[f"picp_{prediction}"]) <= 1.0
+        assert np.isfinite(float(row[f"nlpd_{prediction}"]))
+        assert float(row[f"rmse_{prediction}"]) > 0.0
+    assert row["nlpd_conditional"] != row["nlpd_own"]  # two predictives, not one twice
+    summary = json.loads((out / "new_point_prediction.json").read_text())["summary"]
+    assert summary["one_d"]["fits"] == 1
+
+
+@pytest.mark.parametrize("only", [None, [1], [0, 2]])
+def test_benchmark_jobs_fit_the_selected_splits(only):
+    from argparse import Namespace
+
+    from benchmarks.studies.loo_calibration import benchmark_jobs
+
+    args = Namespace(quick=True, only_splits=only)
+    jobs = [(b.name, c.trial.draw, v) for b, c, v in benchmark_jobs(["one_d"], 3, "ab", args)]
+    splits = only or [0, 1, 2]
+    assert jobs == [("one_d", s, v) for s in splits for v in "ab"]
+
+
 def test_landmark_sets_are_the_training_points_a_subset_or_unused_points():
     from argparse import Namespace
 

@@ -31,7 +31,7 @@ Fits are appended to ``landmark_choice.csv`` as they finish; a rerun skips those
 ``--quick``: the 1-D benchmark (n = 20, ``m = 12``), one split, short chains.
 
 Run:  python -m benchmarks.studies.landmark_choice [--quick] [--benchmarks saxs teddy_200 ...]
-      [--mesh PATH] [--cache DIR] [--refit] [--summary-only]
+      [--only-splits N ...] [--mesh PATH] [--cache DIR] [--refit] [--summary-only]
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ Writes benchmarks/results/studies/loo_calibration.{csv,json,md,png}.
 ``--quick``: the 1-D benchmark, one split, short chains.
 
 Run:  python -m benchmarks.studies.loo_calibration [--quick] [--benchmarks one_d teddy_200 ...]
-      [--mesh PATH] [--cache DIR] [--refit] [--summary-only]
+      [--only-splits N ...] [--mesh PATH] [--cache DIR] [--refit] [--summary-only]
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ def study_arguments(doc: str, choices, default, argv):
     p = parser(doc.splitlines()[0])
     p.add_argument("--mesh", default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
     p.add_argument("--benchmarks", nargs="+", choices=choices, default=list(default))
+    p.add_argument("--only-splits", nargs="+", type=int, choices=range(nuts_convergence.N_SPLITS),
+                   help="fit these splits only (default: every split)")  # fmt: skip
     p.add_argument("--refit", action="store_true", help="redo the fits the CSV already holds")
     p.add_argument("--summary-only", action="store_true", help="rewrite the summary from the CSV")
     args = p.parse_args(argv)
@@ -105,11 +107,14 @@ def study_arguments(doc: str, choices, default, argv):
 
 
 def benchmark_jobs(names, n_splits: int, variants, args):
-    """``(bench, ctx, variant)`` for every NUTS benchmark in ``names``, split and variant (the
-    benchmarks built as ``nuts_convergence`` builds them from ``args``)."""
+    """``(bench, ctx, variant)`` for every NUTS benchmark in ``names``, split (those of
+    ``args.only_splits`` when given) and variant (the benchmarks built as ``nuts_convergence``
+    builds them from ``args``)."""
     for name in names:
         bench = nuts_convergence.BENCHMARKS[name](args.quick, args)
         for ctx in bench.contexts(n_splits):
+            if args.only_splits and ctx.trial.draw not in args.only_splits:
+                continue
             for variant in variants:
                 yield bench, ctx, variant
 

@@ -56,7 +56,8 @@ __all__ = ["OwnLandmarkPredictive", "own_landmark_predictive"]
 
 @dataclass(frozen=True)
 class OwnLandmarkPredictive:
-    """The predictive of new points, each its own landmark (:func:`own_landmark_predictive`).
+    """The predictive of new points, each its own landmark
+    (:func:`~pymc_sle.evaluation.new_points.own_landmark_predictive`).
 
     Attributes
     ----------
@@ -157,6 +158,7 @@ class _OwnLandmarkPrediction:
     def __init__(self, model: pm.Model, gp: pm.gp.Marginal, jitter: float, pred_noise: bool):
         self.kernels = _landmark_kernels(gp.cov_func)
         X = constant_value(gp.X)
+        self.extended = [_training_points_are_landmarks(k, X) for k in self.kernels]
         X_new = pt.tensor("X_new", dtype=X.dtype, shape=(None, X.shape[1]))
         blocks = [pt.matrix(f"landmark_block_{j}", dtype=k.landmark_block.dtype)
                   for j, k in enumerate(self.kernels)]  # fmt: skip
@@ -192,18 +194,35 @@ class _OwnLandmarkPrediction:
 
     def own_blocks(self, row: np.ndarray) -> list[np.ndarray] | None:
         """The landmark blocks whose extra column is the new point ``row``'s (one row of
-        ``X_new``) in every kernel it is not a landmark of already; ``None`` if of none."""
+        ``X_new``) in every kernel whose training points are its landmarks and the point is not
+        one already; ``None`` if in none."""
         blocks, added = [], False
-        for kernel, block in zip(self.kernels, self.fitted_blocks, strict=True):
+        for kernel, block, extended in zip(self.kernels, self.fitted_blocks, self.extended,
+                                           strict=True):  # fmt: skip
             point = int(row[int(kernel.active_dims[0])])
-            if point in kernel.landmarks:
+            if point in kernel.landmarks or not extended:
                 blocks.append(block)
                 continue
-            extended = block.copy()
-            extended[:, -1] = kernel.distances.values[:, point]
-            blocks.append(extended)
+            own = block.copy()
+            own[:, -1] = kernel.distances.values[:, point]
+            blocks.append(own)
             added = True
         return blocks if added else None
+
+
+def _training_points_are_landmarks(kernel, X: np.ndarray) -> bool:
+    """Whether every training point of ``X`` is one of ``kernel``'s landmarks (``True``) or none
+    is (``False``); some but not all is an error: a new point cannot then enter the model as the
+    training points did."""
+    rows = X[:, int(kernel.active_dims[0])].astype(np.int64)
+    among = np.isin(rows, kernel.landmarks)
+    if among.any() and not among.all():
+        raise ValueError(
+            "`own_landmark_predictive` predicts a new point as the training points were fitted: "
+            f"each its own landmark, or none; but {int(among.sum())} of the {among.size} "
+            f"training points are landmarks of {kernel!r}. Predict with gp.conditional"
+        )
+    return bool(among.all())
 
 
 def _check_extendable(kernel) -> None:
@@ -244,9 +263,10 @@ def own_landmark_predictive(
     """The predictive of new points with each its own landmark, as every training point is.
 
     The formulas are in :mod:`pymc_sle.evaluation.new_points`. A covariance without landmark
-    kernels (a Matérn) and a new point that already is a landmark (a training point) keep the
-    fitted covariance: their predictive is ``gp.conditional``'s marginal, averaged over the
-    draws, so one call serves SLE and its baselines.
+    kernels (a Matérn), an SLE whose landmarks are apart from the training points (no point is
+    its own landmark) and a new point that already is a landmark keep the fitted covariance:
+    their predictive is ``gp.conditional``'s marginal, averaged over the draws, so one call
+    serves SLE and its baselines.
 
     Parameters
     ----------
@@ -257,7 +277,8 @@ def own_landmark_predictive(
     gp : pymc.gp.Marginal
         The GP whose ``marginal_likelihood`` was given the training data. Every landmark kernel
         of its covariance must be in index mode on a square distance matrix over every point,
-        with scalar bump parameters.
+        with scalar bump parameters, and have every training point, or none, among its
+        landmarks.
     X_new : array_like of shape (n_new, input_dim)
         The new points' inputs: row numbers into the distance matrix, as for ``gp.conditional``.
     model : pymc.Model, optional
@@ -288,6 +309,7 @@ def own_landmark_predictive(
         )
     for kernel in _landmark_kernels(gp.cov_func):
         _check_extendable(kernel)
+        _training_points_are_landmarks(kernel, constant_value(gp.X))
     X_new = np.asarray(X_new)
     n_columns = constant_value(gp.X).shape[1]
     if X_new.ndim != 2 or X_new.shape[1] != n_columns or X_new.shape[0] == 0:

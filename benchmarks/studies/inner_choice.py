@@ -1,0 +1,242 @@
+"""Which inner kernel? SLE's intervals under NUTS per inner kernel, and what exact LOO would choose.
+
+SLE applies a stationary kernel (the *inner* kernel) to the distance between embeddings; the
+NUTS benchmark uses the paper's per benchmark (Matern-5/2 on Teddy, Matern-3/2 elsewhere), and
+its 95 % PICP falls below the [0.92, 0.97] band on some Teddy and SAXS splits. A plug-in check
+(``calibration_candidates``) found a rougher inner kernel, Matern-1/2, widening the intervals
+there. Which inner kernel fits is a modelling choice a user makes from the training data alone;
+the usual Bayesian answer is the expected log predictive density of new points, estimated by
+exact LOO. This study refits the README recipe (``sle_priors(..., inner=...)``,
+``sample_basins``, nutpie; ``STUDY_NUTS``: 4 chains x (500 tune + 500 draws)) on the NUTS
+benchmark's splits with each inner kernel of ``INNERS`` and records, per fit, the test PICP,
+RMSE, NLPD and CRPS, and the exact LOO with each held-out point's own landmark dropped
+(``exact_loo(..., own_landmark="drop")`` on every ``len/DROPPED_LOO_DRAWS``-th draw, as in
+``landmark_choice``): its mean ``elpd_loo`` per point, coverage and largest Pareto k; with the
+posterior median radius and length scale, r-hat, bulk and tail ESS, divergences and wall time
+(sampling and test prediction; the LOO apart). The summary names, per split, the inner kernel
+whose dropped LOO ``elpd_loo`` is highest -- the one a user following the how-to would pick --
+and its test scores beside the benchmark's own inner kernel's.
+
+Fits are appended to ``inner_choice.csv`` as they finish; a rerun skips those it holds
+(``--refit`` redoes them). Writes benchmarks/results/studies/inner_choice.{csv,json,md,png}.
+
+``--quick``: the 1-D benchmark, one split, short chains.
+
+Run:  python -m benchmarks.studies.inner_choice [--quick] [--benchmarks saxs teddy_200 ...]
+      [--only-splits N ...] [--mesh PATH] [--cache DIR] [--refit] [--summary-only]
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from benchmarks.studies.common import (
+    markdown_rows,
+    pyplot,
+    read_fit_rows,
+    run_resumable,
+    save_figure,
+    write_json,
+    write_markdown,
+)
+from benchmarks.studies.landmark_choice import DROPPED_LOO_DRAWS
+from benchmarks.studies.loo_calibration import (
+    benchmark_jobs,
+    sample_and_check,
+    study_arguments,
+)
+from pymc_sle.evaluation.loo import exact_loo
+
+BENCHMARKS = ("saxs", "teddy_200", "one_d", "strings", "teddy_400")
+DEFAULT_BENCHMARKS = ("saxs", "teddy_200")
+INNERS = ("matern12", "matern32", "matern52")
+COLUMNS = ["benchmark", "split", "inner", "default_inner", "n_train", "test_picp", "rmse",
+           "nlpd", "crps", "loo_elpd_dropped", "loo_coverage_dropped", "pareto_k_max_dropped",
+           "dropped_loo_s", "radius_median", "ls_median", "r_hat_max", "ess_bulk_min",
+           "ess_tail_min", "divergences", "wall_s"]  # fmt: skip
+TEXT_COLUMNS = 4
+
+
+def fit(bench, ctx, inner: str, settings) -> dict:
+    """The README recipe with the inner kernel ``inner`` on one split: one CSV row."""
+    start = time.perf_counter()
+    checked = sample_and_check(replace(bench, inner=inner), ctx, "SLE", settings)
+    wall = time.perf_counter() - start - checked.loo_seconds
+    result = checked.holdout
+    d = result.diagnostics
+    posterior = result.idata.posterior
+    step = -(-posterior.sizes["chain"] * posterior.sizes["draw"] // DROPPED_LOO_DRAWS)
+    start = time.perf_counter()
+    dropped = exact_loo(result.idata.sel(draw=slice(None, None, step)), checked.gp,
+                        var_name="y", model=checked.model, own_landmark="drop")  # fmt: skip
+    dropped_seconds = time.perf_counter() - start
+    return {
+        "benchmark": bench.name, "split": ctx.trial.draw, "inner": inner,
+        "default_inner": bench.inner, "n_train": ctx.n_train,
+        "test_picp": result.scores["picp"], "rmse": result.scores["rmse"],
+        "nlpd": result.scores["nlpd"], "crps": result.scores["crps"],
+        "loo_elpd_dropped": float(np.mean(dropped.elpd_loo)),
+        "loo_coverage_dropped": dropped.coverage(0.95),
+        "pareto_k_max_dropped": float(np.max(dropped.pareto_k)),
+        "dropped_loo_s": dropped_seconds,
+        "radius_median": float(posterior["radius"].median()),
+        "ls_median": float(posterior["ls"].median()),
+        "r_hat_max": d["r_hat_max"], "ess_bulk_min": d["ess_bulk_min"],
+        "ess_tail_min": d["ess_tail_min"], "divergences": d["divergences"], "wall_s": wall,
+    }  # fmt: skip
+
+
+def _order(row: dict) -> tuple:
+    return BENCHMARKS.index(row["benchmark"]), row["split"], INNERS.index(row["inner"])
+
+
+def loo_choices(rows: list[dict]) -> list[dict]:
+    """Per benchmark and split holding every inner kernel of ``INNERS``: the fit whose dropped
+    LOO ``elpd_loo`` is highest (``"chosen"``), the benchmark's own inner kernel's fit
+    (``"default"``) and the fit with the best test NLPD (``"best_nlpd"``)."""
+    out = []
+    for key in dict.fromkeys((r["benchmark"], r["split"]) for r in sorted(rows, key=_order)):
+        fits = [r for r in rows if (r["benchmark"], r["split"]) == key]
+        if {r["inner"] for r in fits} != set(INNERS):
+            continue
+        out.append({
+            "benchmark": key[0], "split": key[1],
+            "chosen": max(fits, key=lambda r: r["loo_elpd_dropped"]),
+            "default": next(r for r in fits if r["inner"] == r["default_inner"]),
+            "best_nlpd": min(fits, key=lambda r: r["nlpd"]),
+        })  # fmt: skip
+    return out
+
+
+def figure(rows: list[dict], path) -> None:
+    """Test PICP (left) and test NLPD against the dropped LOO's elpd per point (right), a
+    colour per inner kernel, a marker per benchmark."""
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4))
+    names = [b for b in BENCHMARKS if any(r["benchmark"] == b for r in rows)]
+    markers = dict(zip(names, "osD^v", strict=False))
+    for i, name in enumerate(names):
+        for j, inner in enumerate(INNERS):
+            chosen = [r for r in rows if (r["benchmark"], r["inner"]) == (name, inner)]
+            x = i + (j - 1) * 0.22 + np.linspace(-0.05, 0.05, len(chosen))
+            left.plot(x, [r["test_picp"] for r in chosen], markers[name], color=f"C{j}")
+            right.plot([-r["loo_elpd_dropped"] for r in chosen], [r["nlpd"] for r in chosen],
+                       markers[name], color=f"C{j}")  # fmt: skip
+    left.axhspan(0.92, 0.97, color="0.9", zorder=0)
+    left.set_xticks(range(len(names)), names)
+    left.set(ylabel="test PICP (95 %)", title="coverage per split")
+    right.set(xlabel="-elpd_loo per point (own landmark dropped)", ylabel="test NLPD",
+              title="does LOO rank the inner kernels like the test set?")  # fmt: skip
+    for name in names:  # one identity line per benchmark's range
+        chosen = [r for r in rows if r["benchmark"] == name]
+        lo = min(min(-r["loo_elpd_dropped"], r["nlpd"]) for r in chosen)
+        hi = max(max(-r["loo_elpd_dropped"], r["nlpd"]) for r in chosen)
+        right.plot([lo, hi], [lo, hi], color="0.7", lw=0.8, zorder=0)
+    handles = [plt.Line2D([], [], color=f"C{j}", marker="o", ls="", label=inner)
+               for j, inner in enumerate(INNERS)]  # fmt: skip
+    handles += [plt.Line2D([], [], color="k", marker=markers[n], ls="", label=n) for n in names]
+    right.legend(handles=handles, fontsize=7)
+    save_figure(fig, path)
+
+
+def summarise(rows: list[dict], out, settings) -> None:
+    rows = sorted(rows, key=_order)
+    stats = {}
+    for name in dict.fromkeys(r["benchmark"] for r in rows):
+        for inner in INNERS:
+            chosen = [r for r in rows if (r["benchmark"], r["inner"]) == (name, inner)]
+            if chosen:
+                stats[f"{name}, {inner}"] = {
+                    "fits": len(chosen),
+                    "in_band": sum(0.92 <= r["test_picp"] <= 0.97 for r in chosen),
+                    **{f"mean_{k}": float(np.mean([r[k] for r in chosen]))
+                       for k in ("test_picp", "loo_coverage_dropped", "loo_elpd_dropped",
+                                 "rmse", "nlpd")},
+                    "r_hat_max": max(r["r_hat_max"] for r in chosen),
+                    "ess_bulk_min": min(r["ess_bulk_min"] for r in chosen),
+                    "divergences": int(sum(r["divergences"] for r in chosen)),
+                }  # fmt: skip
+    choices = loo_choices(rows)
+    write_json(out / "inner_choice.json", {
+        "settings": settings.__dict__, "rows": rows, "summary": stats,
+        "loo_choices": [{"benchmark": c["benchmark"], "split": c["split"],
+                         **{k: c[k]["inner"] for k in ("chosen", "default", "best_nlpd")}}
+                        for c in choices],
+    })  # fmt: skip
+    figure(rows, out / "inner_choice.png")
+    summary = markdown_rows(
+        ["benchmark, inner kernel", "fits", "PICP in [0.92, 0.97]", "mean test PICP",
+         "mean LOO coverage (dropped)", "mean elpd_loo per point (dropped)", "mean RMSE",
+         "mean NLPD", "r̂ max", "min bulk ESS", "divergences"],
+        [[key, s["fits"], s["in_band"], f"{s['mean_test_picp']:.3f}",
+          f"{s['mean_loo_coverage_dropped']:.3f}", f"{s['mean_loo_elpd_dropped']:.3f}",
+          f"{s['mean_rmse']:.3f}", f"{s['mean_nlpd']:.3f}", f"{s['r_hat_max']:.3f}",
+          f"{s['ess_bulk_min']:.0f}", s["divergences"]] for key, s in stats.items()],
+    )  # fmt: skip
+    picks = markdown_rows(
+        ["benchmark", "split", "LOO's choice", "its test PICP", "its NLPD",
+         "benchmark's inner kernel", "its test PICP", "its NLPD", "best test NLPD"],
+        [[c["benchmark"], c["split"], c["chosen"]["inner"], f"{c['chosen']['test_picp']:.3f}",
+          f"{c['chosen']['nlpd']:.3f}", c["default"]["inner"],
+          f"{c['default']['test_picp']:.3f}", f"{c['default']['nlpd']:.3f}",
+          c["best_nlpd"]["inner"]] for c in choices],
+    )  # fmt: skip
+    table = markdown_rows(
+        ["benchmark", "split", "inner", "test PICP", "LOO coverage (dropped)",
+         "elpd_loo per point (dropped)", "max Pareto k", "RMSE", "NLPD", "CRPS",
+         "radius (median)", "ls (median)", "r̂ max", "min bulk ESS", "min tail ESS",
+         "divergences", "wall (s)"],
+        [[r["benchmark"], r["split"], r["inner"], f"{r['test_picp']:.3f}",
+          f"{r['loo_coverage_dropped']:.3f}", f"{r['loo_elpd_dropped']:.3f}",
+          f"{r['pareto_k_max_dropped']:.2f}", f"{r['rmse']:.3f}", f"{r['nlpd']:.3f}",
+          f"{r['crps']:.3f}", f"{r['radius_median']:.3g}", f"{r['ls_median']:.3g}",
+          f"{r['r_hat_max']:.3f}", f"{r['ess_bulk_min']:.0f}", f"{r['ess_tail_min']:.0f}",
+          int(r["divergences"]), f"{r['wall_s']:.0f}"] for r in rows],
+    )  # fmt: skip
+    write_markdown(
+        out / "inner_choice.md",
+        "Which inner kernel?",
+        [
+            "Generated by `python -m benchmarks.studies.inner_choice`. The README recipe "
+            f"(nutpie, {settings.chains} chains x ({settings.tune} tune + {settings.draws} "
+            f"draws)) with each inner kernel of {', '.join(INNERS)}, on the NUTS benchmark's "
+            "splits. `dropped`: exact LOO with each held-out point's own landmark dropped, on "
+            f"{DROPPED_LOO_DRAWS} draws. What the script does: see its docstring.",
+            "",
+            *summary,
+            "",
+            "The inner kernel with the highest dropped-LOO `elpd_loo` per split (a user's "
+            "choice from the training data alone), against the benchmark's own:",
+            "",
+            *picks,
+            "",
+            "![Test PICP per inner kernel; test NLPD against LOO](inner_choice.png)",
+            "",
+            *table,
+        ],
+    )
+
+
+def main(argv=None) -> None:
+    args, settings, names, n_splits = study_arguments(__doc__, BENCHMARKS, DEFAULT_BENCHMARKS, argv)
+    path = args.out / "inner_choice.csv"
+    if args.summary_only:
+        rows = read_fit_rows(path, COLUMNS, text=TEXT_COLUMNS)
+    else:
+        jobs = benchmark_jobs(names, n_splits, INNERS, args)
+        rows = run_resumable(
+            path, COLUMNS, text=TEXT_COLUMNS, variant="inner", jobs=jobs, refit=args.refit,
+            fit=lambda bench, ctx, inner: fit(bench, ctx, inner, settings),
+            report=lambda r: f"{r['benchmark']} split {r['split']} {r['inner']}: test PICP "
+                             f"{r['test_picp']:.3f}, NLPD {r['nlpd']:.3f}, LOO elpd "
+                             f"{r['loo_elpd_dropped']:.3f}, coverage "
+                             f"{r['loo_coverage_dropped']:.3f}, r-hat {r['r_hat_max']:.3f}",
+        )  # fmt: skip
+    summarise(rows, args.out, settings)
+
+
+if __name__ == "__main__":
+    main()
