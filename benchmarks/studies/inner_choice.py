@@ -36,19 +36,17 @@ import numpy as np
 from benchmarks.studies.common import (
     markdown_rows,
     pyplot,
-    read_fit_rows,
-    run_resumable,
     save_figure,
     write_json,
     write_markdown,
 )
-from benchmarks.studies.landmark_choice import DROPPED_LOO_DRAWS
 from benchmarks.studies.loo_calibration import (
-    benchmark_jobs,
+    DROPPED_LOO_DRAWS,
+    dropped_loo,
+    fit_diagnostics,
+    run_study,
     sample_and_check,
-    study_arguments,
 )
-from pymc_sle.evaluation.loo import exact_loo
 
 BENCHMARKS = ("saxs", "teddy_200", "one_d", "strings", "teddy_400")
 DEFAULT_BENCHMARKS = ("saxs", "teddy_200")
@@ -66,13 +64,8 @@ def fit(bench, ctx, inner: str, settings) -> dict:
     checked = sample_and_check(replace(bench, inner=inner), ctx, "SLE", settings)
     wall = time.perf_counter() - start - checked.loo_seconds
     result = checked.holdout
-    d = result.diagnostics
     posterior = result.idata.posterior
-    step = -(-posterior.sizes["chain"] * posterior.sizes["draw"] // DROPPED_LOO_DRAWS)
-    start = time.perf_counter()
-    dropped = exact_loo(result.idata.sel(draw=slice(None, None, step)), checked.gp,
-                        var_name="y", model=checked.model, own_landmark="drop")  # fmt: skip
-    dropped_seconds = time.perf_counter() - start
+    dropped, dropped_seconds = dropped_loo(checked)
     return {
         "benchmark": bench.name, "split": ctx.trial.draw, "inner": inner,
         "default_inner": bench.inner, "n_train": ctx.n_train,
@@ -84,8 +77,7 @@ def fit(bench, ctx, inner: str, settings) -> dict:
         "dropped_loo_s": dropped_seconds,
         "radius_median": float(posterior["radius"].median()),
         "ls_median": float(posterior["ls"].median()),
-        "r_hat_max": d["r_hat_max"], "ess_bulk_min": d["ess_bulk_min"],
-        "ess_tail_min": d["ess_tail_min"], "divergences": d["divergences"], "wall_s": wall,
+        **fit_diagnostics(result), "wall_s": wall,
     }  # fmt: skip
 
 
@@ -228,21 +220,15 @@ def summarise(rows: list[dict], out, settings) -> None:
 
 
 def main(argv=None) -> None:
-    args, settings, names, n_splits = study_arguments(__doc__, BENCHMARKS, DEFAULT_BENCHMARKS, argv)
-    path = args.out / "inner_choice.csv"
-    if args.summary_only:
-        rows = read_fit_rows(path, COLUMNS, text=TEXT_COLUMNS)
-    else:
-        jobs = benchmark_jobs(names, n_splits, INNERS, args)
-        rows = run_resumable(
-            path, COLUMNS, text=TEXT_COLUMNS, variant="inner", jobs=jobs, refit=args.refit,
-            fit=lambda bench, ctx, inner: fit(bench, ctx, inner, settings),
-            report=lambda r: f"{r['benchmark']} split {r['split']} {r['inner']}: test PICP "
-                             f"{r['test_picp']:.3f}, NLPD {r['nlpd']:.3f}, LOO elpd "
-                             f"{r['loo_elpd_dropped']:.3f}, coverage "
-                             f"{r['loo_coverage_dropped']:.3f}, r-hat {r['r_hat_max']:.3f}",
-        )  # fmt: skip
-    summarise(rows, args.out, settings)
+    run_study(
+        __doc__, argv, name="inner_choice", choices=BENCHMARKS, default=DEFAULT_BENCHMARKS,
+        columns=COLUMNS, text=TEXT_COLUMNS, variant="inner", variants=INNERS, fit=fit,
+        summarise=summarise,
+        report=lambda r: f"{r['benchmark']} split {r['split']} {r['inner']}: test PICP "
+                         f"{r['test_picp']:.3f}, NLPD {r['nlpd']:.3f}, LOO elpd "
+                         f"{r['loo_elpd_dropped']:.3f}, coverage "
+                         f"{r['loo_coverage_dropped']:.3f}, r-hat {r['r_hat_max']:.3f}",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -45,18 +45,16 @@ import pymc_sle as sle
 from benchmarks.studies.common import (
     markdown_rows,
     pyplot,
-    read_fit_rows,
-    run_resumable,
     save_figure,
     write_json,
     write_markdown,
 )
 from benchmarks.studies.loo_calibration import (
-    benchmark_jobs,
+    dropped_loo,
+    fit_diagnostics,
+    run_study,
     sample_and_check,
-    study_arguments,
 )
-from pymc_sle.evaluation.loo import exact_loo
 
 BENCHMARKS = ("saxs", "teddy_200", "strings", "one_d")
 DEFAULT_BENCHMARKS = ("saxs", "teddy_200")
@@ -68,9 +66,6 @@ COLUMNS = ["benchmark", "split", "landmarks", "n_landmarks", "n_train", "test_pi
            "rmse", "nlpd", "crps", "radius_median", "r_hat_max", "ess_bulk_min", "ess_tail_min",
            "divergences", "wall_s"]  # fmt: skip
 TEXT_COLUMNS = 3
-#: Posterior draws (every k-th) that the LOO with own landmarks dropped reads: it factorises the
-#: covariance once per observation and draw.
-DROPPED_LOO_DRAWS = 200
 
 
 def landmark_columns(bench, ctx, which: str) -> np.ndarray:
@@ -102,13 +97,7 @@ def fit(bench, ctx, which: str, settings) -> dict:
     checked = sample_and_check(bench, with_landmarks(bench, ctx, columns), "SLE", settings)
     wall = time.perf_counter() - start - checked.loo_seconds
     result = checked.holdout
-    d = result.diagnostics
-    posterior = result.idata.posterior
-    step = -(-posterior.sizes["chain"] * posterior.sizes["draw"] // DROPPED_LOO_DRAWS)
-    start = time.perf_counter()
-    dropped = exact_loo(result.idata.sel(draw=slice(None, None, step)), checked.gp,
-                        var_name="y", model=checked.model, own_landmark="drop")  # fmt: skip
-    dropped_seconds = time.perf_counter() - start
+    dropped, dropped_seconds = dropped_loo(checked)
     return {
         "benchmark": bench.name, "split": ctx.trial.draw, "landmarks": which,
         "n_landmarks": columns.size, "n_train": ctx.n_train, "test_picp": result.scores["picp"],
@@ -117,9 +106,8 @@ def fit(bench, ctx, which: str, settings) -> dict:
         "pareto_k_max_dropped": float(np.max(dropped.pareto_k)),
         "dropped_loo_s": dropped_seconds, "rmse": result.scores["rmse"],
         "nlpd": result.scores["nlpd"], "crps": result.scores["crps"],
-        "radius_median": float(posterior["radius"].median()),
-        "r_hat_max": d["r_hat_max"], "ess_bulk_min": d["ess_bulk_min"],
-        "ess_tail_min": d["ess_tail_min"], "divergences": d["divergences"], "wall_s": wall,
+        "radius_median": float(result.idata.posterior["radius"].median()),
+        **fit_diagnostics(result), "wall_s": wall,
     }  # fmt: skip
 
 
@@ -226,20 +214,14 @@ def summarise(rows: list[dict], out, settings) -> None:
 
 
 def main(argv=None) -> None:
-    args, settings, names, n_splits = study_arguments(__doc__, BENCHMARKS, DEFAULT_BENCHMARKS, argv)
-    path = args.out / "landmark_choice.csv"
-    if args.summary_only:
-        rows = read_fit_rows(path, COLUMNS, text=TEXT_COLUMNS)
-    else:
-        jobs = benchmark_jobs(names, n_splits, LANDMARK_SETS, args)
-        rows = run_resumable(
-            path, COLUMNS, text=TEXT_COLUMNS, variant="landmarks", jobs=jobs, refit=args.refit,
-            fit=lambda bench, ctx, which: fit(bench, ctx, which, settings),
-            report=lambda r: f"{r['benchmark']} split {r['split']} {r['landmarks']}: test PICP "
-                             f"{r['test_picp']:.3f}, LOO {r['loo_coverage']:.3f}, dropped "
-                             f"{r['loo_coverage_dropped']:.3f}, r-hat {r['r_hat_max']:.3f}",
-        )  # fmt: skip
-    summarise(rows, args.out, settings)
+    run_study(
+        __doc__, argv, name="landmark_choice", choices=BENCHMARKS, default=DEFAULT_BENCHMARKS,
+        columns=COLUMNS, text=TEXT_COLUMNS, variant="landmarks", variants=LANDMARK_SETS,
+        fit=fit, summarise=summarise,
+        report=lambda r: f"{r['benchmark']} split {r['split']} {r['landmarks']}: test PICP "
+                         f"{r['test_picp']:.3f}, LOO {r['loo_coverage']:.3f}, dropped "
+                         f"{r['loo_coverage_dropped']:.3f}, r-hat {r['r_hat_max']:.3f}",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

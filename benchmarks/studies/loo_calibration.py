@@ -89,6 +89,47 @@ def sample_and_check(bench, ctx, model_name: str, settings: NutsSettings) -> Che
     return CheckedFit(holdout, loo, time.perf_counter() - start, spec, model, gp)
 
 
+#: Posterior draws (every k-th) that the LOO with own landmarks dropped reads: it factorises the
+#: covariance once per observation and draw.
+DROPPED_LOO_DRAWS = 200
+
+
+def dropped_loo(checked: CheckedFit) -> tuple[ExactLOO, float]:
+    """``exact_loo(..., own_landmark="drop")`` of a checked fit on every
+    ``len/DROPPED_LOO_DRAWS``-th draw, and the seconds it took."""
+    idata = checked.holdout.idata
+    step = -(-idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"] // DROPPED_LOO_DRAWS)
+    start = time.perf_counter()
+    loo = exact_loo(idata.sel(draw=slice(None, None, step)), checked.gp, var_name="y",
+                    model=checked.model, own_landmark="drop")  # fmt: skip
+    return loo, time.perf_counter() - start
+
+
+def fit_diagnostics(result: HoldoutFit) -> dict:
+    """The CSV columns of a fit's convergence: r-hat, bulk and tail ESS, divergences."""
+    return {k: result.diagnostics[k]
+            for k in ("r_hat_max", "ess_bulk_min", "ess_tail_min", "divergences")}  # fmt: skip
+
+
+def run_study(doc: str, argv, *, name: str, choices, default, columns: list[str], text: int,
+              variant: str, variants, fit, report, summarise) -> None:  # fmt: skip
+    """The main of a resumable study of the NUTS benchmark's fits (:func:`study_arguments`):
+    ``fit(bench, ctx, value, settings)`` for every benchmark, split and value of ``variants``
+    that ``<out>/<name>.csv`` does not hold (column ``variant``), then
+    ``summarise(rows, out, settings)``; with ``--summary-only``, the summary alone."""
+    args, settings, names, n_splits = study_arguments(doc, choices, default, argv)
+    path = args.out / f"{name}.csv"
+    if args.summary_only:
+        rows = read_fit_rows(path, columns, text=text)
+    else:
+        rows = run_resumable(
+            path, columns, text=text, variant=variant, refit=args.refit, report=report,
+            jobs=benchmark_jobs(names, n_splits, variants, args),
+            fit=lambda bench, ctx, value: fit(bench, ctx, value, settings),
+        )  # fmt: skip
+    summarise(rows, args.out, settings)
+
+
 def study_arguments(doc: str, choices, default, argv):
     """The command line of a resumable study of the NUTS benchmark's fits: ``(args, settings,
     benchmark names, splits)``; ``--quick`` is the 1-D benchmark, one split, short chains."""
@@ -220,19 +261,13 @@ def summarise(rows: list[dict], out, settings: NutsSettings) -> None:
 
 
 def main(argv=None) -> None:
-    args, settings, names, n_splits = study_arguments(__doc__, BENCHMARKS, BENCHMARKS, argv)
-    path = args.out / "loo_calibration.csv"
-    if args.summary_only:
-        rows = read_fit_rows(path, COLUMNS, text=4)
-    else:
-        jobs = benchmark_jobs(names, n_splits, SAMPLERS, args)
-        rows = run_resumable(
-            path, COLUMNS, text=4, variant="model", jobs=jobs, refit=args.refit,
-            fit=lambda bench, ctx, model_name: fit(bench, ctx, model_name, settings),
-            report=lambda r: f"{r['benchmark']} split {r['split']} {r['model']}: test PICP "
-                             f"{r['test_picp']:.3f}, LOO {r['loo_coverage']:.3f}",
-        )  # fmt: skip
-    summarise(rows, args.out, settings)
+    run_study(
+        __doc__, argv, name="loo_calibration", choices=BENCHMARKS, default=BENCHMARKS,
+        columns=COLUMNS, text=4, variant="model", variants=SAMPLERS, fit=fit,
+        report=lambda r: f"{r['benchmark']} split {r['split']} {r['model']}: test PICP "
+                         f"{r['test_picp']:.3f}, LOO {r['loo_coverage']:.3f}",
+        summarise=summarise,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -41,13 +41,11 @@ import pymc_sle as sle
 from benchmarks.studies.common import (
     markdown_rows,
     pyplot,
-    read_fit_rows,
-    run_resumable,
     save_figure,
     write_json,
     write_markdown,
 )
-from benchmarks.studies.loo_calibration import benchmark_jobs, study_arguments
+from benchmarks.studies.loo_calibration import fit_diagnostics, run_study
 from pymc_sle.evaluation.holdout import fit_and_score
 from pymc_sle.evaluation.metrics import evaluate
 from pymc_sle.evaluation.new_points import own_landmark_predictive
@@ -85,8 +83,9 @@ def sle_model(bench, ctx, offset: float):
     return model, gp, priors
 
 
-def fit(bench, ctx, settings) -> dict:
-    """One split: the recipe sampled once, its test set predicted both ways; one CSV row."""
+def fit(bench, ctx, recipe: str, settings) -> dict:
+    """One split: the recipe (``recipe``: ``MODEL``, the row's model column) sampled once, its
+    test set predicted both ways; one CSV row."""
     y_test = bench.problem.y[bench.problem.test]
     offset = float(ctx.y_train.mean())
     start = time.perf_counter()
@@ -103,16 +102,14 @@ def fit(bench, ctx, settings) -> dict:
     own_seconds = time.perf_counter() - start
     draws = new.sample(SCORED_DRAWS, seed=ctx.trial.seed)[None]
     own = evaluate(az.from_dict(posterior_predictive={"y": draws}), y_test - offset, "y")
-    d = result.diagnostics
     return {
-        "benchmark": bench.name, "split": ctx.trial.draw, "model": MODEL, "n_train": ctx.n_train,
+        "benchmark": bench.name, "split": ctx.trial.draw, "model": recipe, "n_train": ctx.n_train,
         "n_test": y_test.size,
         **{f"{s}_conditional": result.scores[s] for s in SCORES},
         **{f"{s}_own": own[s] for s in SCORES},
         "pareto_k_max": float(np.max(new.pareto_k)), "own_s": own_seconds,
         "radius_median": float(posterior["radius"].median()),
-        "r_hat_max": d["r_hat_max"], "ess_bulk_min": d["ess_bulk_min"],
-        "ess_tail_min": d["ess_tail_min"], "divergences": d["divergences"], "wall_s": wall,
+        **fit_diagnostics(result), "wall_s": wall,
     }  # fmt: skip
 
 
@@ -210,21 +207,15 @@ def summarise(rows: list[dict], out, settings) -> None:
 
 
 def main(argv=None) -> None:
-    args, settings, names, n_splits = study_arguments(__doc__, BENCHMARKS, BENCHMARKS, argv)
-    path = args.out / "new_point_prediction.csv"
-    if args.summary_only:
-        rows = read_fit_rows(path, COLUMNS, text=TEXT_COLUMNS)
-    else:
-        jobs = benchmark_jobs(names, n_splits, [MODEL], args)
-        rows = run_resumable(
-            path, COLUMNS, text=TEXT_COLUMNS, variant="model", jobs=jobs, refit=args.refit,
-            fit=lambda bench, ctx, _: fit(bench, ctx, settings),
-            report=lambda r: f"{r['benchmark']} split {r['split']}: PICP "
-                             f"{r['picp_conditional']:.3f} -> {r['picp_own']:.3f}, NLPD "
-                             f"{r['nlpd_conditional']:.3f} -> {r['nlpd_own']:.3f}, k "
-                             f"{r['pareto_k_max']:.2f}, r-hat {r['r_hat_max']:.3f}",
-        )  # fmt: skip
-    summarise(rows, args.out, settings)
+    run_study(
+        __doc__, argv, name="new_point_prediction", choices=BENCHMARKS, default=BENCHMARKS,
+        columns=COLUMNS, text=TEXT_COLUMNS, variant="model", variants=[MODEL], fit=fit,
+        summarise=summarise,
+        report=lambda r: f"{r['benchmark']} split {r['split']}: PICP "
+                         f"{r['picp_conditional']:.3f} -> {r['picp_own']:.3f}, NLPD "
+                         f"{r['nlpd_conditional']:.3f} -> {r['nlpd_own']:.3f}, k "
+                         f"{r['pareto_k_max']:.2f}, r-hat {r['r_hat_max']:.3f}",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":
