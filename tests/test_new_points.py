@@ -205,6 +205,8 @@ def test_own_landmark_predictive_validates_its_arguments():
         own_landmark_predictive({"radius": 0.7}, gp, NEW[:, None], model=model)
     with pytest.raises(ValueError, match=r"`X_new` must have shape \(n_new >= 1, 1\).*\(6,\)"):
         own_landmark_predictive(idata, gp, NEW, model=model)
+    with pytest.raises(ValueError, match=r"`X_new` must hold row numbers .* \[24.5\]"):
+        own_landmark_predictive(idata, gp, np.array([[24.5], [25.0]]), model=model)
     train = np.arange(N_TRAIN)
     cases = {
         "a 30 x 24 block": sle.SLE(sle.DistanceMatrix(D.values[:, :N_TRAIN]), radius=0.7, ls=1.3),

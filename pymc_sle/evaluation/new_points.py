@@ -311,11 +311,16 @@ def own_landmark_predictive(
         _check_extendable(kernel)
         _training_points_are_landmarks(kernel, constant_value(gp.X))
     X_new = np.asarray(X_new)
-    n_columns = constant_value(gp.X).shape[1]
-    if X_new.ndim != 2 or X_new.shape[1] != n_columns or X_new.shape[0] == 0:
+    X = constant_value(gp.X)
+    if X_new.ndim != 2 or X_new.shape[1] != X.shape[1] or X_new.shape[0] == 0:
         raise ValueError(
-            f"`X_new` must have shape (n_new >= 1, {n_columns}), like the training inputs, but "
+            f"`X_new` must have shape (n_new >= 1, {X.shape[1]}), like the training inputs, but "
             f"has shape {X_new.shape}"
+        )
+    if np.issubdtype(X.dtype, np.integer) and not np.array_equal(X_new, np.round(X_new)):
+        raise ValueError(
+            "`X_new` must hold row numbers (integers), like the training inputs, but holds "
+            f"{X_new[X_new != np.round(X_new)][:3].tolist()}"
         )
     prediction = _OwnLandmarkPrediction(model, gp, jitter, pred_noise)
     missing = [name for name in prediction.names if name not in idata.posterior]
