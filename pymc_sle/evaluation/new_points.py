@@ -294,6 +294,7 @@ def own_landmark_predictive(
 
     Examples
     --------
+    >>> from pymc_sle.evaluation.new_points import own_landmark_predictive
     >>> new = own_landmark_predictive(idata.sel(draw=slice(None, None, 10)), gp, X_test,
     ...                               model=model)  # doctest: +SKIP
     >>> lower, upper = new.interval(0.95)  # doctest: +SKIP
