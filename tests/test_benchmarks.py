@@ -127,6 +127,9 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     scales = dict(part.split(": ") for part in refitted[1]["scales"].split("; "))
     assert set(scales) == {"radius", "ls", "eta", "sigma"} and scales["ls"] == "ridge"
     assert refitted[0]["scales"] == ""
+    # the SLE predicts each test point with its own landmark, and keeps its weights' worst shape
+    assert [r["prediction"] for r in refitted] == ["conditional", "own landmark"]
+    assert np.isnan(float(refitted[0]["pareto_k_max"])) and float(refitted[1]["pareto_k_max"]) > 0
 
 
 def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
@@ -140,6 +143,7 @@ def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
     assert row["truncated_mass"] == 0.0  # no cap before the column
     assert row["scales"] == ""  # not recorded before the column
     assert row["basin_rule"] == "dips > 3 nats, mass >= 1 %"  # the rule before the column
+    assert row["prediction"] == "conditional" and np.isnan(float(row["pareto_k_max"]))
     assert _with_new_columns({**old, "model": "baseline"})["basin_rule"] == ""
 
 
@@ -181,12 +185,17 @@ def test_nuts_convergence_targets_report_each_figure():
                 "divergences_recorded": divergences,
                 "wall_divergences": divergences // 2,
                 "divergence_u": ";".join(["-3.5", "0.25", "1.5"][:divergences]),
-                "r_hat_var": "sigma", "ess_bulk_var": "radius"}  # fmt: skip
+                "r_hat_var": "sigma", "ess_bulk_var": "radius", "prediction": "own landmark",
+                "pareto_k_max": 0.5}  # fmt: skip
 
     # A fit of the first defaults, from a file written before the column existed: kept as a
     # record, apart, and not checked against the targets.
     old = _with_new_columns(
-        {k: v for k, v in row(0, 1.5, 0.5).items() if k not in ("sampled_as", "basin_rule")}
+        {
+            k: v
+            for k, v in row(0, 1.5, 0.5).items()
+            if k not in ("sampled_as", "basin_rule", "prediction", "pareto_k_max")
+        }
     )
     assert old["sampled_as"] == "centred log"
     summary = aggregate([old, row(0, 1.004, 0.95), row(1, 1.02, 0.93, divergences=2)])

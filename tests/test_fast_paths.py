@@ -23,6 +23,7 @@ from pymc_sle.gp import GaussianLogDensity, gaussian_logp
 from pymc_sle.kernels._bump import bump
 from pymc_sle.kernels._embedding_ops import (
     SparsePattern,
+    _BumpSquaredDistances,
     bump_squared_distances,
     dense_squared_distances,
     sparse_squared_distances,
@@ -289,6 +290,21 @@ def test_bump_distances_keep_only_the_candidates_below_radius_max():
     assert order.shape == ordered.shape == (30, (D < 0.2).sum(axis=0).max())
     np.testing.assert_array_equal(ordered, np.take_along_axis(D.T, order, axis=1))
     assert (np.diff(ordered, axis=1) >= 0).all()
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "NUMBA"])
+def test_bump_distances_refuse_parameters_of_another_width_than_the_block(mode):
+    """A graph whose block is replaced by a wider one keeps parameters broadcast to the old
+    width: an error at run time, not a read past their end."""
+    block, radius = pt.dmatrix("block"), pt.dvector("radius")
+    out, *_ = _BumpSquaredDistances(1.0)(block, np.empty((0, 0), np.int32), np.empty((0, 0)),
+                                         radius, radius, radius)  # fmt: skip
+    f = compile_fn([block, radius], [out], mode)
+    D = planar_distances(6, 5, seed=2)
+    reference = dense_squared_distances(bump(D, 0.5, 0.5, 0.5)).eval()
+    np.testing.assert_allclose(f(D, np.full(5, 0.5))[0], reference, rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="one value per column of the distance block"):
+        f(D, np.full(4, 0.5))
 
 
 def test_bump_distances_validate_max_fill():

@@ -1,5 +1,5 @@
-"""``fit_and_score``'s prediction (independent draws from the conditional's marginals), its
-settings, and ``convergence``'s worst values."""
+"""``fit_and_score``'s prediction (independent draws from the conditional's marginals, or from
+the own-landmark predictive), its settings, and ``convergence``'s worst values."""
 
 import arviz as az
 import numpy as np
@@ -7,7 +7,14 @@ import pymc as pm
 import pytest
 from pymc.gp.util import JITTER_DEFAULT
 
-from pymc_sle.evaluation.holdout import NutsSettings, _marginal_predictive, convergence
+import pymc_sle as sle
+from pymc_sle.evaluation.holdout import (
+    NutsSettings,
+    _marginal_predictive,
+    convergence,
+    fit_and_score,
+)
+from pymc_sle.evaluation.new_points import own_landmark_predictive
 
 
 @pytest.mark.parametrize("pred_noise", [False, True])
@@ -65,3 +72,30 @@ def test_convergence_of_one_chain_names_no_worst_variable():
                          sample_stats={"diverging": np.zeros((1, 50), dtype=bool)})  # fmt: skip
     _, worst = convergence(idata, ["a"])
     assert np.isnan(worst["r_hat_max"]) and worst["r_hat_var"] == ""
+
+
+def test_own_landmark_prediction_samples_the_own_landmark_predictive():
+    """``prediction="own_landmark"``: the posterior predictive holds ``predictive_draws`` draws
+    of ``own_landmark_predictive`` on ``own_landmark_draws`` evenly thinned posterior draws, and
+    the fit keeps its Pareto shapes; another name is refused before sampling."""
+    rng = np.random.default_rng(3)
+    points = rng.uniform(0, 1, (30, 2))
+    D = sle.DistanceMatrix(np.linalg.norm(points[:, None] - points[None], axis=-1))
+    train, new = np.arange(24), np.arange(24, 30)[:, None]
+    y = np.cos(4 * points[:24, 0]) + 0.1 * rng.standard_normal(24)
+    with pm.Model() as model:
+        radius = pm.LogNormal("radius", np.log(0.5), 0.2)
+        cov = sle.SLE(D, landmarks=train, radius=radius, ls=1.0)
+        gp = sle.gp.Marginal(cov_func=cov)
+        gp.marginal_likelihood("obs", X=train[:, None], y=y, sigma=0.2)
+    settings = NutsSettings(draws=40, tune=40, chains=2, cores=1, seed=4, predictive_draws=30,
+                            own_landmark_draws=10)  # fmt: skip
+    with pytest.raises(ValueError, match=r"`prediction` must be one of .* but got 'own'"):
+        fit_and_score(model, gp, new, np.zeros(6), settings, prediction="own")
+    fit = fit_and_score(model, gp, new, np.zeros(6), settings, prediction="own_landmark")
+    assert fit.idata.posterior_predictive["y_test"].shape == (1, 30, 6)
+    thinned = fit.idata.sel(draw=slice(None, None, 8))  # 80 draws // 10
+    expected = own_landmark_predictive(thinned, gp, new, model=model)
+    np.testing.assert_array_equal(fit.pareto_k, expected.pareto_k)
+    np.testing.assert_allclose(fit.idata.posterior_predictive["y_test"].values[0],
+                               expected.sample(30, seed=4))  # fmt: skip

@@ -10,6 +10,7 @@ from pymc.gp.util import JITTER_DEFAULT
 from scipy import stats
 
 import pymc_sle as sle
+from pymc_sle.evaluation import new_points
 from pymc_sle.evaluation.new_points import OwnLandmarkPredictive, own_landmark_predictive
 
 N_POINTS, N_TRAIN = 30, 24
@@ -29,7 +30,9 @@ def _sle_model(D, y, embedding="auto", landmarks=None):
     with pm.Model() as model:
         radius = pm.LogNormal("radius", np.log(0.6), 0.2)
         ls = pm.LogNormal("ls", 0.0, 0.5)
-        cov = 1.5 * sle.SLE(D, landmarks=landmarks, radius=radius, ls=ls, embedding=embedding)
+        radius_max = {"radius_max": 1.5} if embedding == "sparse" else {}
+        cov = 1.5 * sle.SLE(D, landmarks=landmarks, radius=radius, ls=ls, embedding=embedding,
+                            **radius_max)  # fmt: skip
         gp = sle.gp.Marginal(cov_func=cov)
         gp.marginal_likelihood("obs", X=train[:, None], y=y, sigma=0.2)
     return model, gp
@@ -52,41 +55,50 @@ def _one_value(radius=0.7, ls=1.3, draws=2):
 
 
 @pytest.mark.parametrize(
-    ("embedding", "dtype", "pred_noise"),
-    [("auto", "float64", True), ("dense", "float64", True), ("auto", "float32", True),
-     ("auto", "float64", False)],
-    ids=["auto", "dense", "float32 distances", "latent"],
+    ("embedding", "dtype", "pred_noise", "radius", "low_rank_share"),
+    [("auto", "float64", True, 0.7, 0.5), ("dense", "float64", True, 0.7, 0.5),
+     ("sparse", "float64", True, 0.7, 0.5), ("auto", "float32", True, 0.7, 0.5),
+     ("auto", "float64", False, 0.7, 0.5), ("auto", "float64", True, 0.3, 0.5),
+     ("auto", "float64", True, 0.7, 2.0), ("auto", "float64", True, 0.7, 0.0)],
+    ids=["auto", "dense", "sparse", "float32 distances", "latent", "small bumps",
+         "every point low-rank", "every point refactorised"],
 )  # fmt: skip
 def test_each_new_point_is_predicted_by_the_sle_with_it_among_the_landmarks(
-    embedding, dtype, pred_noise
+    embedding, dtype, pred_noise, radius, low_rank_share, monkeypatch
 ):
     """One hyperparameter value (equal weights): each new point's predictive is the conditional
-    of the SLE whose landmarks are the training points and the new point itself."""
+    of the SLE whose landmarks are the training points and the new point itself, by the
+    rank-2k update of the fitted factorisation and by a new one (``low_rank_share`` 2 and 0
+    force each for every point; 0.5, the default, picks per point)."""
+    monkeypatch.setattr(new_points, "_LOW_RANK_SHARE", low_rank_share)
     D, y = _points()
     D = sle.DistanceMatrix(D.values, dtype=dtype)
     model, gp = _sle_model(D, y, embedding)
-    new = own_landmark_predictive(_one_value(), gp, NEW[:, None], model=model,
+    new = own_landmark_predictive(_one_value(radius=radius), gp, NEW[:, None], model=model,
                                   pred_noise=pred_noise)  # fmt: skip
     rtol = 1e-9 if dtype == "float64" else 1e-5
     for j, point in enumerate(NEW):
-        mu, var, _ = _by_hand(D, y, np.r_[np.arange(N_TRAIN), point], point, 0.7, 1.3,
+        mu, var, _ = _by_hand(D, y, np.r_[np.arange(N_TRAIN), point], point, radius, 1.3,
                               pred_noise)  # fmt: skip
         np.testing.assert_allclose(new.mean[j], mu, rtol=rtol, atol=1e-12)
         np.testing.assert_allclose(new.sd[j], np.sqrt(var), rtol=rtol)
-        fitted_mu, fitted_var, _ = _by_hand(D, y, np.arange(N_TRAIN), point, 0.7, 1.3,
+        fitted_mu, fitted_var, _ = _by_hand(D, y, np.arange(N_TRAIN), point, radius, 1.3,
                                             pred_noise)  # fmt: skip
         assert abs(new.mean[j] - fitted_mu) + abs(new.sd[j] - np.sqrt(fitted_var)) > 1e-6
     np.testing.assert_array_equal(new.pareto_k, 0.0)  # one value: nothing to weigh
 
 
 @pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto:UserWarning")
-def test_the_draws_are_weighted_to_the_model_with_the_new_landmark():
+@pytest.mark.parametrize("low_rank_share", [2.0, 0.0], ids=["low-rank", "refactorised"])
+def test_the_draws_are_weighted_to_the_model_with_the_new_landmark(low_rank_share, monkeypatch):
     """Two draws (too few to smooth a Pareto tail: the weights are the raw ratios): the density
     and CDF at a value average the new landmark model's conditionals, weighted by its
-    likelihood of the training data over the fitted model's."""
+    likelihood of the training data over the fitted model's (the ratio by the determinant
+    lemma and by a new factorisation)."""
+    monkeypatch.setattr(new_points, "_LOW_RANK_SHARE", low_rank_share)
     D, y = _points(seed=9)
     model, gp = _sle_model(D, y)
-    draws = {"radius": [[0.5, 0.8]], "ls": [[0.9, 1.6]]}
+    draws = {"radius": [[0.3, 0.8]], "ls": [[0.9, 1.6]]}
     new = own_landmark_predictive(az.from_dict(posterior=draws), gp, NEW[:, None], model=model)
     values = np.linspace(-1.0, 1.0, NEW.size)
     for j, point in enumerate(NEW):
@@ -156,6 +168,27 @@ def test_landmarks_and_kernels_without_landmarks_keep_the_fitted_predictive():
         np.testing.assert_allclose(predicted.variances[s], var, rtol=1e-9)
 
 
+def test_a_rectangular_block_reads_a_new_point_from_its_row():
+    """On the (points, training points) block -- the columns the first rows -- a new point's
+    distances are its row: the same predictive as on the square matrix, for a symmetric
+    distance; an asymmetric one is an error naming the asymmetry."""
+    D, y = _points(seed=13)
+    idata = _one_value(radius=0.5, ls=1.1)
+    square_model, square = _sle_model(D, y)
+    block = sle.DistanceMatrix(D.values[:, :N_TRAIN])
+    block_model, rectangular = _sle_model(block, y)
+    expected = own_landmark_predictive(idata, square, NEW[:, None], model=square_model)
+    got = own_landmark_predictive(idata, rectangular, NEW[:, None], model=block_model)
+    np.testing.assert_allclose(got.means, expected.means, rtol=1e-10)
+    np.testing.assert_allclose(got.variances, expected.variances, rtol=1e-10)
+
+    skewed = D.values[:, :N_TRAIN].copy()
+    skewed[0, 1] += 0.05
+    skewed_model, asymmetric = _sle_model(sle.DistanceMatrix(skewed), y)
+    with pytest.raises(ValueError, match=r"differ from their transpose by up to 0\.05"):
+        own_landmark_predictive(idata, asymmetric, NEW[:, None], model=skewed_model)
+
+
 def _mixture(seed=0):
     rng = np.random.default_rng(seed)
     means = rng.normal(0.0, 1.0, (40, 3))
@@ -209,13 +242,9 @@ def test_own_landmark_predictive_validates_its_arguments():
         own_landmark_predictive(idata, gp, np.array([[24.5], [25.0]]), model=model)
     train = np.arange(N_TRAIN)
     cases = {
-        "a 30 x 24 block": sle.SLE(sle.DistanceMatrix(D.values[:, :N_TRAIN]), radius=0.7, ls=1.3),
         "distances as features": sle.SLE(radius=0.7, ls=1.3, input_dim=N_TRAIN),
         r"\['radius'\] of .* vary per landmark": sle.SLE(
             D, landmarks=train, radius=np.full(N_TRAIN, 0.7), ls=1.3
-        ),
-        "needs embedding='auto' or 'dense'": sle.SLE(
-            D, landmarks=train, radius=0.7, ls=1.3, embedding="sparse"
         ),
     }
     for message, cov in cases.items():
@@ -226,3 +255,10 @@ def test_own_landmark_predictive_validates_its_arguments():
             fixed.marginal_likelihood("obs", X=X, y=y, sigma=0.2)
         with pytest.raises(ValueError, match=message):
             own_landmark_predictive(idata, fixed, NEW[:, None], model=other)
+    with pm.Model() as noisy:
+        pm.LogNormal("radius", 0.0, 1.0)
+        landmark_noise = sle.gp.Marginal(cov_func=sle.SLE(D, landmarks=train, radius=0.7, ls=1.3))
+        noise = 0.01 * sle.SLE(D, landmarks=train, radius=0.3, ls=1.0)
+        landmark_noise.marginal_likelihood("obs", X=train[:, None], y=y, sigma=noise)
+    with pytest.raises(ValueError, match="the noise of `gp` holds"):
+        own_landmark_predictive(idata, landmark_noise, NEW[:, None], model=noisy)

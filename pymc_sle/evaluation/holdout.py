@@ -20,12 +20,14 @@ from threadpoolctl import threadpool_limits
 
 from pymc_sle._pymc_compat import build_conditional_marginals
 from pymc_sle.evaluation.metrics import evaluate
+from pymc_sle.evaluation.new_points import own_landmark_predictive
 from pymc_sle.inference.basins import basin_diagnostics, sample_basins, worst_values
 from pymc_sle.inference.priors import SLEPriors
 
 __all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score"]
 
 
+_PREDICTIONS = ("conditional", "own_landmark")
 #: What each sampler is told to keep divergence records (``NutsSettings.divergence_records``).
 _DIVERGENCE_RECORDS = {
     "pymc": {"keep_warning_stat": True},
@@ -52,6 +54,12 @@ class NutsSettings:
         Seed of the sampler and of the posterior predictive draws.
     predictive_draws : int or None
         Predict from about this many posterior draws, evenly thinned; ``None`` uses them all.
+        With ``prediction="own_landmark"``, the number of draws sampled from the predictive.
+    own_landmark_draws : int
+        With ``prediction="own_landmark"`` in :func:`fit_and_score`: about this many posterior
+        draws, evenly thinned, are weighed by
+        :func:`~pymc_sle.evaluation.new_points.own_landmark_predictive` (one factorisation per
+        test point and draw, or a low-rank update of one).
     progressbar : bool
         Show the sampler's progress bar (PyMC's or nutpie's).
     divergence_records : bool
@@ -70,6 +78,7 @@ class NutsSettings:
     nuts_sampler: str = "pymc"
     seed: int = 0
     predictive_draws: int | None = None
+    own_landmark_draws: int = 100
     progressbar: bool = False
     divergence_records: bool = False
 
@@ -89,6 +98,10 @@ class HoldoutFit:
     ----------
     idata : arviz.InferenceData
         Posterior, sample stats and the posterior predictive of ``y_test`` (and ``f_test``).
+    pareto_k : numpy.ndarray or None
+        With ``prediction="own_landmark"``: the Pareto shape of each test point's weights
+        (:class:`~pymc_sle.evaluation.new_points.OwnLandmarkPredictive`; ``f_test``'s are the
+        same); ``None`` otherwise.
     scores : dict
         ``{"rmse", "crps", "picp", "nlpd"}`` of ``y_test``
         (:func:`pymc_sle.evaluation.metrics.evaluate`).
@@ -108,6 +121,7 @@ class HoldoutFit:
     summary: pd.DataFrame
     sampling_seconds: float
     seconds: float
+    pareto_k: np.ndarray | None = None
 
 
 def convergence(idata, var_names) -> tuple[pd.DataFrame, dict[str, float]]:
@@ -162,6 +176,7 @@ def fit_and_score(
     *,
     latent: bool = False,
     priors: SLEPriors | None = None,
+    prediction: str = "conditional",
 ) -> HoldoutFit:
     """Sample ``model`` with NUTS, predict ``y_test`` at ``X_test`` and score the prediction.
 
@@ -192,12 +207,20 @@ def fit_and_score(
         The model's :func:`~pymc_sle.inference.priors.sle_priors`: sample with
         :func:`~pymc_sle.inference.sample_basins`, every radius basin pooled by its mass (the
         same as ``pm.sample`` when there is one basin).
+    prediction : {"conditional", "own_landmark"}, default "conditional"
+        ``"conditional"``: the marginals of ``gp.conditional``. ``"own_landmark"``: each test
+        point predicted with its own landmark, as every training point is
+        (:func:`~pymc_sle.evaluation.new_points.own_landmark_predictive` on
+        ``settings.own_landmark_draws`` posterior draws, sampled ``predictive_draws`` times);
+        it needs the landmark kernels in index mode.
 
     Returns
     -------
     HoldoutFit
     """
     settings = settings or NutsSettings()
+    if prediction not in _PREDICTIONS:
+        raise ValueError(f"`prediction` must be one of {_PREDICTIONS}, but got {prediction!r}")
     start = time.perf_counter()
     watched = [rv.name for rv in model.free_RVs] if priors is None else priors.var_names(model)
     with model, threadpool_limits(limits=1, user_api="blas"):
@@ -217,19 +240,25 @@ def fit_and_score(
             options.update(_DIVERGENCE_RECORDS[settings.nuts_sampler])
         idata = pm.sample(**options) if priors is None else sample_basins(priors, **options)
         sampling_seconds = time.perf_counter() - start
-        names = ["y_test"]
-        _marginal_predictive(gp, "y_test", X_test, pred_noise=True)
-        if latent:
-            _marginal_predictive(gp, "f_test", X_test, pred_noise=False)
-            names.append("f_test")
-        source = idata
-        if settings.predictive_draws is not None:
-            total = settings.chains * settings.draws
-            step = max(1, total // settings.predictive_draws)
-            source = idata.sel(draw=slice(None, None, step))
-        predictive = pm.sample_posterior_predictive(
-            source, var_names=names, random_seed=settings.seed, progressbar=False
-        )
+        targets = {"y_test": True, **({"f_test": False} if latent else {})}
+        if prediction == "conditional":
+            for name, noise in targets.items():
+                _marginal_predictive(gp, name, X_test, pred_noise=noise)
+            predictive = pm.sample_posterior_predictive(
+                _thinned(idata, settings, settings.predictive_draws), var_names=list(targets),
+                random_seed=settings.seed, progressbar=False,
+            )  # fmt: skip
+            pareto_k = None
+        else:
+            source = _thinned(idata, settings, settings.own_landmark_draws)
+            own = {name: own_landmark_predictive(source, gp, X_test, model=model,
+                                                 pred_noise=noise)
+                   for name, noise in targets.items()}  # fmt: skip
+            count = settings.predictive_draws or settings.chains * settings.draws
+            predictive = az.from_dict(posterior_predictive={
+                name: new.sample(count, seed=settings.seed)[None] for name, new in own.items()
+            })  # fmt: skip
+            pareto_k = own["y_test"].pareto_k
     idata.add_groups(posterior_predictive=predictive.posterior_predictive)
     summary, diagnostics = convergence(idata, watched)
     return HoldoutFit(
@@ -239,4 +268,14 @@ def fit_and_score(
         summary=summary,
         sampling_seconds=sampling_seconds,
         seconds=time.perf_counter() - start,
+        pareto_k=pareto_k,
     )
+
+
+def _thinned(idata: az.InferenceData, settings: NutsSettings, draws: int | None):
+    """``idata`` with about ``draws`` of the ``chains x draws`` that ``settings`` samples, evenly
+    thinned (all for ``None``)."""
+    if draws is None:
+        return idata
+    step = max(1, settings.chains * settings.draws // draws)
+    return idata.sel(draw=slice(None, None, step))

@@ -23,21 +23,25 @@ and the draws are importance-weighted from the fitted model's posterior to that 
 :math:`\log w_s = \log N(y; m, C'_s) - \log N(y; m, C_s)` (Pareto-smoothed, as in
 :func:`~pymc_sle.evaluation.loo.exact_loo`'s ``own_landmark="drop"``, whose mirror this is:
 there a training point loses its landmark to be predicted as a new one). The predictive of
-:math:`y_*` is the weighted mixture of these normals. It costs one Cholesky factorisation of the
-``n x n`` training covariance per new point and draw: pass a thinned posterior.
+:math:`y_*` is the weighted mixture of these normals. A new landmark changes only the rows and
+columns of the training covariance whose points its bump reaches: where those are ``k`` of the
+``n``, the fitted factorisation is updated at rank ``2k`` (``O(n^2 k)``; see
+``_OwnLandmarkPrediction.predict``), where they are most, :math:`C'` is factorised anew
+(``O(n^3)``). Either is per new point and draw: pass a thinned posterior.
 """
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pymc.gp.cov import Covariance
 from pymc.gp.util import JITTER_DEFAULT
-from scipy import stats
+from scipy import linalg, stats
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
@@ -149,65 +153,216 @@ class OwnLandmarkPredictive:
         return mean + sd * rng.standard_normal(mean.shape)
 
 
-class _OwnLandmarkPrediction:
-    """A compiled function of the free variables, the new inputs and the landmark blocks with
-    one column more than fitted to ``(mu, var, log N(y; m, C))`` of the new inputs; the fitted
-    model is the one whose extra column is ``inf`` (its bump is 0 at every point), a new point's
-    own landmark the one whose extra column is the point's distances."""
+#: A new point whose bump reaches ``k`` of the ``n`` training points changes ``k`` rows and
+#: columns of the training covariance: a rank-``2k`` update of the fitted factorisation (Woodbury)
+#: when ``2k <= n * _LOW_RANK_SHARE``, a new factorisation otherwise (the cheaper of the two).
+_LOW_RANK_SHARE = 0.5
+#: Rows of covariance updates built per call: bounds the memory of one call to a few
+#: ``_ROWS_PER_CALL x n`` matrices.
+_ROWS_PER_CALL = 4096
 
-    def __init__(self, model: pm.Model, gp: pm.gp.Marginal, jitter: float, pred_noise: bool):
+
+class _OwnLandmarkPrediction:
+    r"""The own-landmark predictive at one posterior draw, from two compiled functions of the
+    free variables.
+
+    ``fitted`` gives the fitted model's training covariance :math:`C` and mean, each landmark
+    kernel's squared embedding distances between the training points, the bump
+    :math:`\delta_{ij} = b(d(x_i, x_{*j}))` that each new point's landmark gives training point
+    :math:`i` (0 where the point gets no landmark), and the covariances :math:`k'_*`,
+    :math:`k'_{**}` of the new points under their own landmarks: a landmark adds one coordinate to
+    the embedding, so squared embedding distances grow by the squared difference of that
+    coordinate, :math:`s'_{ij} = s_{ij} + (\delta_i - \delta_j)^2`, and a new point's own
+    coordinate is the bump at distance 0. ``updates`` gives the rows :math:`K` of
+    :math:`C' - C` for the training points a new point's bump reaches -- the only rows and
+    columns its landmark changes. The algebra on them is in :meth:`predict`."""
+
+    def __init__(self, model, gp, X_new: np.ndarray, jitter: float, pred_noise: bool):
         self.kernels = _landmark_kernels(gp.cov_func)
         X = constant_value(gp.X)
-        self.extended = [_training_points_are_landmarks(k, X) for k in self.kernels]
-        X_new = pt.tensor("X_new", dtype=X.dtype, shape=(None, X.shape[1]))
-        blocks = [pt.matrix(f"landmark_block_{j}", dtype=k.landmark_block.dtype)
-                  for j, k in enumerate(self.kernels)]  # fmt: skip
-        with ExitStack() as stack:
-            for kernel, block in zip(self.kernels, blocks, strict=True):
-                stack.enter_context(kernel._landmark_block_as(block, kernel.n_landmarks + 1))
-            # on a symbolic X: the embedding follows the blocks, not the fitted distances
-            X_var = pt.tensor("X", dtype=X.dtype, shape=(None, X.shape[1]))
-            mean, cov = build_marginal_likelihood(gp, X_var, gp.sigma, jitter)
-            lower = pt.linalg.cholesky(cov)
-            v = pt.linalg.solve_triangular(lower, pt.as_tensor(gp.y) - mean, lower=True)
-            A = pt.linalg.solve_triangular(lower, gp.cov_func(X_var, X_new), lower=True)
-            mu = gp.mean_func(X_new) + A.T @ v
-            var = gp.cov_func(X_new, diag=True) - (A**2).sum(axis=0)
-            if pred_noise:
-                var = var + gp.sigma(X_new, diag=True)
-        log_density = -0.5 * (
-            X.shape[0] * np.log(2.0 * np.pi) + 2.0 * pt.log(pt.diagonal(lower)).sum() + v @ v
-        )
-        outputs = [mu, var, log_density]
+        n, t, count = X.shape[0], X_new.shape[0], len(self.kernels)
+        self.to_new, self.own = zip(*(_new_landmark_distances(k, X, X_new) for k in self.kernels),
+                                    strict=True) if count else ((), ())  # fmt: skip
+        to_new = [pt.matrix(f"to_new_{j}") for j in range(count)]
+        own = [pt.vector(f"own_{j}") for j in range(count)]
+        mean, cov = build_marginal_likelihood(gp, gp.X, gp.sigma, jitter)
+        train_sq = [k.square_embedding_distance(gp.X) for k in self.kernels]
+        delta = [k._embed(d) for k, d in zip(self.kernels, to_new, strict=True)]
+        star_sq = [k.square_embedding_distance(X_new, gp.X)
+                   + (k._embed(o[None, :])[0][:, None] - d.T) ** 2
+                   for k, o, d in zip(self.kernels, own, delta, strict=True)]  # fmt: skip
+        with _squared_distances_as(self.kernels, star_sq):
+            k_star = gp.cov_func(X_new, gp.X)
+        k_star_star = gp.cov_func(X_new, diag=True)
+        if pred_noise:
+            k_star_star = k_star_star + gp.sigma(X_new, diag=True)
+        outputs = [cov, mean, gp.mean_func(X_new), k_star, k_star_star, *train_sq, *delta]
         inputs = _free_inputs(model, outputs)
         self.names = [rv.name for rv in inputs]
-        self._function = pm.pytensorf.compile(
-            [*inputs, X_var, X_new, *blocks], outputs, allow_input_downcast=True
+        self._fitted = pm.pytensorf.compile([*inputs, *to_new, *own], outputs,
+                                            allow_input_downcast=True)  # fmt: skip
+
+        X_rows = pt.tensor("X_rows", dtype=X.dtype, shape=(None, X.shape[1]))
+        rows, points = pt.lvector("rows"), pt.lvector("points")
+        train_sq_in = [pt.matrix(f"train_sq_{j}") for j in range(count)]
+        delta_in = [pt.matrix(f"delta_{j}") for j in range(count)]
+        fit_sq = [s[rows] for s in train_sq_in]
+        own_sq = [f + (d[rows, points][:, None] - d[:, points].T) ** 2
+                  for f, d in zip(fit_sq, delta_in, strict=True)]  # fmt: skip
+        with _squared_distances_as(self.kernels, own_sq):
+            own_rows = gp.cov_func(X_rows, gp.X)
+        with _squared_distances_as(self.kernels, fit_sq):
+            fit_rows = gp.cov_func(X_rows, gp.X)
+        self._updates = pm.pytensorf.compile(
+            [*inputs, X_rows, rows, points, *train_sq_in, *delta_in], own_rows - fit_rows,
+            allow_input_downcast=True, on_unused_input="ignore",
+        )  # fmt: skip
+        self.X, self.y, self.n, self.t = X, np.asarray(constant_value(gp.y), float), n, t
+
+    def predict(self, values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""``(means, variances, log_ratios)`` of the new points at one draw's ``values``.
+
+        With :math:`C = LL^\top`, :math:`\hat a = L^{-1}(y - m)`, :math:`\hat w = L^{-1}k'_*`
+        and :math:`E = C' - C`, non-zero only in the rows and columns :math:`K` the point's bump
+        reaches: :math:`E = UWU^\top` with :math:`U = [E_{:K}, I_{:K}]` and
+        :math:`W^{-1} = [[E_{KK}, I], [I, 0]]`. With :math:`\hat U = L^{-1}U`,
+        :math:`M = W^{-1} + \hat U^\top \hat U`, :math:`b = \hat U^\top \hat a` and
+        :math:`c = \hat U^\top \hat w` (Woodbury and the determinant lemma):
+
+        .. math::
+
+            \mu = m_* + \hat w^\top \hat a - c^\top M^{-1} b, \quad
+            \sigma^2 = k'_{**} - \hat w^\top \hat w + c^\top M^{-1} c, \quad
+            \log\frac{N(y; m, C')}{N(y; m, C)} = -\tfrac12 \log\lvert\det M\rvert
+            + \tfrac12 b^\top M^{-1} b,
+
+        at :math:`O(n^2 k)` a point; where :math:`2k` exceeds ``_LOW_RANK_SHARE`` of the training
+        points, :math:`C'` is factorised instead."""
+        C, mean, mean_new, k_star, k_star_star, *rest = self._fitted(
+            *values, *self.to_new, *self.own
         )
-        self.X = X
-        fitted = [np.asarray(k.landmark_block.data) for k in self.kernels]
-        self.fitted_blocks = [np.column_stack([b, np.full(b.shape[0], np.inf, b.dtype)])
-                              for b in fitted]  # fmt: skip
+        train_sq, delta = rest[: len(self.kernels)], rest[len(self.kernels) :]
+        lower = linalg.cholesky(C, lower=True, check_finite=False)
+        residual = self.y - mean
+        a_hat = linalg.solve_triangular(lower, residual, lower=True, check_finite=False)
+        inverse = linalg.solve_triangular(lower, np.eye(self.n), lower=True, check_finite=False)
+        w_hat = inverse @ k_star.T
+        means = mean_new + w_hat.T @ a_hat
+        variances = k_star_star - np.einsum("ij,ij->j", w_hat, w_hat)
+        log_ratios = np.zeros(self.t)
+        reach = np.zeros((self.n, self.t), dtype=bool)
+        for d in delta:
+            reach |= d != 0.0
+        reached = np.flatnonzero(reach.any(axis=0))
+        for chunk in _chunks(reach[:, reached].sum(axis=0), _ROWS_PER_CALL):
+            points = reached[chunk]
+            rows = [np.flatnonzero(reach[:, j]) for j in points]
+            updates = self._updates(
+                *values, self.X[np.concatenate(rows)], np.concatenate(rows),
+                np.repeat(points, [r.size for r in rows]), *train_sq, *delta,
+            )  # fmt: skip
+            start = 0
+            for j, K in zip(points, rows, strict=True):
+                E = updates[start : start + K.size]
+                start += K.size
+                low_rank = 2 * K.size <= _LOW_RANK_SHARE * self.n
+                change = _low_rank_change(E, K, inverse, a_hat, w_hat[:, j]) if low_rank else None
+                if change is None:
+                    change = _refactorised_change(C, E, K, residual, k_star[j], lower, a_hat,
+                                                  w_hat[:, j])  # fmt: skip
+                means[j] += change[0]
+                variances[j] += change[1]
+                log_ratios[j] = change[2]
+        return means, variances, log_ratios
 
-    def __call__(self, values, X_new: np.ndarray, blocks: list[np.ndarray]):
-        return self._function(*values, self.X, X_new, *blocks)
 
-    def own_blocks(self, row: np.ndarray) -> list[np.ndarray] | None:
-        """The landmark blocks whose extra column is the new point ``row``'s (one row of
-        ``X_new``) in every kernel whose training points are its landmarks and the point is not
-        one already; ``None`` if in none."""
-        blocks, added = [], False
-        for kernel, block, extended in zip(self.kernels, self.fitted_blocks, self.extended,
-                                           strict=True):  # fmt: skip
-            point = int(row[int(kernel.active_dims[0])])
-            if point in kernel.landmarks or not extended:
-                blocks.append(block)
-                continue
-            own = block.copy()
-            own[:, -1] = kernel.distances.values[:, point]
-            blocks.append(own)
-            added = True
-        return blocks if added else None
+def _chunks(sizes: np.ndarray, limit: int) -> list[np.ndarray]:
+    """Consecutive positions of ``sizes`` in groups whose sizes sum to at most ``limit`` (or a
+    single position, if it alone exceeds it)."""
+    groups, start, total = [], 0, 0
+    for i, size in enumerate(sizes):
+        if total + size > limit and i > start:
+            groups.append(np.arange(start, i))
+            start, total = i, 0
+        total += size
+    if start < len(sizes):
+        groups.append(np.arange(start, len(sizes)))
+    return groups
+
+
+def _low_rank_change(E, K, inverse, a_hat, w_hat):
+    """``(mean change, variance change, log ratio)`` of one point by the rank-``2k`` update
+    (``_OwnLandmarkPrediction.predict``); ``None`` where ``C'`` comes out not positive definite
+    (the sign of ``det M`` disagrees), for the factorisation to decide."""
+    k = K.size
+    U = np.hstack([inverse @ E.T, inverse[:, K]])
+    M = U.T @ U
+    M[:k, :k] += E[:, K]
+    M[:k, k:] += np.eye(k)
+    M[k:, :k] += np.eye(k)
+    lu, pivots = linalg.lu_factor(M, check_finite=False)
+    diagonal = np.diagonal(lu)
+    swaps = np.count_nonzero(pivots != np.arange(2 * k))
+    if np.prod(np.sign(diagonal)) * (-1) ** swaps != (-1) ** k:
+        return None
+    b, c = U.T @ a_hat, U.T @ w_hat
+    x = linalg.lu_solve((lu, pivots), np.column_stack([b, c]), check_finite=False)
+    return -c @ x[:, 0], c @ x[:, 1], 0.5 * (b @ x[:, 0] - np.sum(np.log(np.abs(diagonal))))
+
+
+def _refactorised_change(C, E, K, residual, k_star, lower, a_hat, w_hat):
+    """The same by factorising ``C' = C + E`` anew."""
+    changed = C.copy()
+    changed[K] += E
+    changed[:, K] = changed[K].T
+    own = linalg.cholesky(changed, lower=True, check_finite=False)
+    v = linalg.solve_triangular(own, residual, lower=True, check_finite=False)
+    w = linalg.solve_triangular(own, k_star, lower=True, check_finite=False)
+    log_det_change = 2.0 * np.sum(np.log(np.diagonal(own)) - np.log(np.diagonal(lower)))
+    return (w @ v - w_hat @ a_hat, w_hat @ w_hat - w @ w,
+            -0.5 * (log_det_change + v @ v - a_hat @ a_hat))  # fmt: skip
+
+
+@contextmanager
+def _squared_distances_as(kernels, squared):
+    """Each landmark kernel's covariance built on its given squared embedding distances."""
+    with ExitStack() as stack:
+        for kernel, value in zip(kernels, squared, strict=True):
+            stack.enter_context(kernel._squared_distances_as(value))
+        yield
+
+
+def _new_landmark_distances(kernel, X: np.ndarray, X_new: np.ndarray):
+    """``(to_new, own)``: the distances from the training points ``X`` to each new point's
+    landmark, ``(n, n_new)``, and from each new point to its own, ``(n_new,)`` (0); ``inf``
+    (a bump of 0) where the point gets no landmark in ``kernel``: it is one already, or the
+    training points are not the kernel's landmarks. A point with a column in the distance matrix
+    reads it; a point past the columns (a rectangular block, whose columns are the first rows)
+    reads its row, which needs a symmetric distance."""
+    dim = int(kernel.active_dims[0])
+    rows, points = X[:, dim].astype(np.int64), X_new[:, dim].astype(np.int64)
+    to_new = np.full((rows.size, points.size), np.inf)
+    own = np.full(points.size, np.inf)
+    if not _training_points_are_landmarks(kernel, X):
+        return to_new, own
+    values = kernel.distances.values
+    added = ~np.isin(points, kernel.landmarks)
+    own[added] = 0.0
+    in_columns = added & (points < kernel.distances.n_columns)
+    to_new[:, in_columns] = values[np.ix_(rows, points[in_columns])]
+    past = added & ~in_columns
+    if past.any():
+        block = np.asarray(values[np.ix_(rows, rows)], dtype=float)
+        asymmetry = float(np.max(np.abs(block - block.T)))
+        if asymmetry > 1e-5 * max(float(block.max()), np.finfo(float).tiny):
+            raise ValueError(
+                "`own_landmark_predictive` reads the distances to a new point past the columns "
+                "of a rectangular distance matrix from its row, which needs a symmetric "
+                f"distance, but the training points' distances of {kernel!r} differ from their "
+                f"transpose by up to {asymmetry:.3g}; pass a square matrix over every point"
+            )
+        to_new[:, past] = values[np.ix_(points[past], rows)].T
+    return to_new, own
 
 
 def _training_points_are_landmarks(kernel, X: np.ndarray) -> bool:
@@ -225,22 +380,15 @@ def _training_points_are_landmarks(kernel, X: np.ndarray) -> bool:
     return bool(among.all())
 
 
-def _check_extendable(kernel) -> None:
-    """A new point can join ``kernel``'s landmarks: index mode on a square distance matrix (the
-    point's column holds its distances to every point) and one bump for every landmark."""
-    if kernel.feature_mode or kernel.distances.n_points != kernel.distances.n_columns:
+def _check_extendable(kernel, gp) -> None:
+    """A new point can join ``kernel``'s landmarks: index mode (the point's distances are in the
+    distance matrix) and one bump for every landmark (the new landmark gets the same); and the
+    noise holds no landmark kernel (a new landmark would change it too)."""
+    if kernel.feature_mode:
         raise ValueError(
-            "`own_landmark_predictive` needs every landmark kernel on a square distance matrix "
-            "over every point (index mode; a new point's column is its distances to the other "
-            f"points), but {kernel!r} takes "
-            + ("distances as features" if kernel.feature_mode else
-               f"a {kernel.distances.n_points} x {kernel.distances.n_columns} block")
-        )  # fmt: skip
-    if getattr(kernel, "embedding", None) == "sparse":
-        raise ValueError(
-            "`own_landmark_predictive` evaluates the kernel on other landmark sets, which "
-            f"embedding='sparse' (a pattern fixed at the fitted landmarks) cannot; {kernel!r} "
-            "needs embedding='auto' or 'dense'"
+            "`own_landmark_predictive` needs every landmark kernel in index mode (a new point's "
+            f"distances to the training points read from its distance matrix), but {kernel!r} "
+            "takes distances as features"
         )
     per_landmark = [name for name in ("radius", "amplitude", "shape")
                     if getattr(kernel, name, pt.constant(0.0)).ndim > 0]  # fmt: skip
@@ -248,6 +396,11 @@ def _check_extendable(kernel) -> None:
         raise ValueError(
             "`own_landmark_predictive` gives a new landmark the kernel's bump, so the bump "
             f"parameters must be scalars, but {per_landmark} of {kernel!r} vary per landmark"
+        )
+    if isinstance(gp.sigma, Covariance) and _landmark_kernels(gp.sigma):
+        raise ValueError(
+            "`own_landmark_predictive` adds landmarks to the covariance, not to the noise, but "
+            f"the noise of `gp` holds {_landmark_kernels(gp.sigma)}"
         )
 
 
@@ -272,13 +425,17 @@ def own_landmark_predictive(
     ----------
     idata : arviz.InferenceData
         Posterior of ``model`` (``pm.sample`` or :func:`pymc_sle.inference.sample_basins`);
-        thin it first, e.g. ``idata.sel(draw=slice(None, None, 10))``: the cost is one Cholesky
-        factorisation per new point and draw.
+        thin it first, e.g. ``idata.sel(draw=slice(None, None, 10))``: the cost is, per new
+        point and draw, a rank-``2k`` update of the training covariance's factorisation
+        (``O(n^2 k)``) where the point's bump reaches ``k`` training points, a new one
+        (``O(n^3)``) where it reaches most of them.
     gp : pymc.gp.Marginal
         The GP whose ``marginal_likelihood`` was given the training data. Every landmark kernel
-        of its covariance must be in index mode on a square distance matrix over every point,
-        with scalar bump parameters, and have every training point, or none, among its
-        landmarks.
+        of its covariance must be in index mode, with scalar bump parameters, and have every
+        training point, or none, among its landmarks; the noise must hold none. A new point's
+        distances to the training points are its column of the distance matrix, or, past the
+        columns of a rectangular block (whose columns are its first rows, as for a
+        ``(points, training points)`` block), its row, which needs a symmetric distance.
     X_new : array_like of shape (n_new, input_dim)
         The new points' inputs: row numbers into the distance matrix, as for ``gp.conditional``.
     model : pymc.Model, optional
@@ -309,7 +466,7 @@ def own_landmark_predictive(
             f"{None if y is None else y.shape}"
         )
     for kernel in _landmark_kernels(gp.cov_func):
-        _check_extendable(kernel)
+        _check_extendable(kernel, gp)
         _training_points_are_landmarks(kernel, constant_value(gp.X))
     X_new = np.asarray(X_new)
     X = constant_value(gp.X)
@@ -323,7 +480,7 @@ def own_landmark_predictive(
             "`X_new` must hold row numbers (integers), like the training inputs, but holds "
             f"{X_new[X_new != np.round(X_new)][:3].tolist()}"
         )
-    prediction = _OwnLandmarkPrediction(model, gp, jitter, pred_noise)
+    prediction = _OwnLandmarkPrediction(model, gp, X_new, jitter, pred_noise)
     missing = [name for name in prediction.names if name not in idata.posterior]
     if missing:
         raise ValueError(f"`idata.posterior` must hold the model's variables {missing}")
@@ -334,17 +491,8 @@ def own_landmark_predictive(
     means, variances, log_ratio = np.zeros((3, n_draws, X_new.shape[0]))
     try:
         with threadpool_limits(limits=1, user_api="blas"):
-            fitted = [prediction([v[s] for v in values], X_new, prediction.fitted_blocks)
-                      for s in range(n_draws)]  # fmt: skip
-            means[:], variances[:] = (np.array([f[k] for f in fitted]) for k in (0, 1))
-            for j, row in enumerate(X_new):
-                blocks = prediction.own_blocks(row)
-                if blocks is None:
-                    continue
-                for s in range(n_draws):
-                    mu, var, log_density = prediction([v[s] for v in values], row[None], blocks)
-                    means[s, j], variances[s, j] = mu[0], var[0]
-                    log_ratio[s, j] = log_density - fitted[s][2]
+            for s in range(n_draws):
+                means[s], variances[s], log_ratio[s] = prediction.predict([v[s] for v in values])
     except np.linalg.LinAlgError as error:
         raise ValueError(_NOT_POSITIVE_DEFINITE) from error
     if not np.all(variances > 0.0):

@@ -410,7 +410,12 @@ def bump_forward(block, order, ordered, radius, amplitude, shape, max_fill):
     """Squared distances between the rows of the bump embedding of ``block``, by the branch its
     support's size selects (module notes), with the support the gradients take instead of finding
     it again. ``order`` and ``ordered`` are the sorted columns of :func:`_support_by_order`, or
-    empty ``(0, 0)`` for a scan of ``block``."""
+    empty ``(0, 0)`` for a scan of ``block``. Parameters of another length than ``block``'s
+    columns are an error, not a read past their end (a graph whose block was replaced by a wider
+    one keeps the parameters broadcast to the old width)."""
+    m = block.shape[1]
+    if radius.shape[0] != m or amplitude.shape[0] != m or shape.shape[0] != m:
+        raise ValueError("the bump parameters need one value per column of the distance block")
     block, order = np.ascontiguousarray(block), np.ascontiguousarray(order)
     ordered = np.ascontiguousarray(ordered)
     radius, amplitude, shape = _contiguous_parameters(radius, amplitude, shape)

@@ -49,6 +49,7 @@ class LandmarkCovariance(Covariance):
         active_dims=None,
     ):
         super().__init__(input_dim, active_dims)
+        self._squared_override = None
         self.ls = pt.as_tensor_variable(check_positive_parameter("ls", ls, None))
         self.inner = resolve_inner(inner, inner_kwargs)
         if distances is None:
@@ -99,17 +100,18 @@ class LandmarkCovariance(Covariance):
         return None if self.feature_mode else self._landmark_block
 
     @contextmanager
-    def _landmark_block_as(self, block: pt.TensorVariable, n_landmarks: int):
-        """Within the block, build graphs on ``block`` -- distances from every row of
-        ``distances`` to ``n_landmarks`` landmarks, symbolic -- instead of the fitted ones: a
-        kernel with other landmarks, the same parameters
-        (:func:`~pymc_sle.evaluation.new_points.own_landmark_predictive`)."""
-        saved = self._landmark_block, self._n_landmarks
-        self._landmark_block, self._n_landmarks = block, n_landmarks
+    def _squared_distances_as(self, squared: pt.TensorVariable):
+        """Within the block, ``square_embedding_distance`` -- and so ``full`` -- returns
+        ``squared``, whatever points it is given: the covariance of points whose squared embedding
+        distances were computed elsewhere, e.g. with a landmark added
+        (:func:`~pymc_sle.evaluation.new_points.own_landmark_predictive`). The caller gives
+        ``squared`` the shape of the points the covariance is built on."""
+        saved = self._squared_override
+        self._squared_override = squared
         try:
             yield
         finally:
-            self._landmark_block, self._n_landmarks = saved
+            self._squared_override = saved
 
     @property
     def n_landmarks(self) -> int:
@@ -166,6 +168,8 @@ class LandmarkCovariance(Covariance):
         Non-negative, accurate where embeddings nearly coincide, and exactly 0 between equal
         distance rows (duplicates, the diagonal): see ``pymc_sle.kernels._embedding_loops``.
         """
+        if self._squared_override is not None:
+            return self._squared_override
         to_landmarks = self._to_landmarks(X, "X")
         if Xs is None:
             return self._training_squared_distances(X, to_landmarks)
