@@ -132,6 +132,16 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     assert np.isnan(float(refitted[0]["pareto_k_max"])) and float(refitted[1]["pareto_k_max"]) > 0
 
 
+def test_own_landmark_speed_benchmark_quick(tmp_path, distance_cache):
+    """Both variants give the same predictive; the rank-2k update and the reach are reported."""
+    (entry,) = run_quick("own_landmark_speed", tmp_path, "--cache", distance_cache)["entries"]
+    assert entry["benchmark"] == "one_d" and entry["n_test"] > 0
+    assert entry["max_difference_over_scale"] < 1e-10
+    assert 0 < entry["low_rank_share_of_points"] < 1  # both paths run on this split
+    assert entry["speed_up"] > 0 and entry["runs"]["default"]["seconds"] > 0
+    assert "| one_d | 20 |" in (tmp_path / "own_landmark_speed_quick.md").read_text()
+
+
 def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
     from benchmarks.nuts_convergence import _with_new_columns
 
