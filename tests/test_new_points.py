@@ -24,7 +24,7 @@ def _points(seed=8):
     return sle.DistanceMatrix(np.linalg.norm(points[:, None] - points[None], axis=-1)), y
 
 
-def _sle_model(D, y, embedding="auto", landmarks=None):
+def _sle_model(D, y, embedding="auto", landmarks=None, white=0.0):
     train = np.arange(N_TRAIN)
     landmarks = train if landmarks is None else landmarks
     with pm.Model() as model:
@@ -33,15 +33,19 @@ def _sle_model(D, y, embedding="auto", landmarks=None):
         radius_max = {"radius_max": 1.5} if embedding == "sparse" else {}
         cov = 1.5 * sle.SLE(D, landmarks=landmarks, radius=radius, ls=ls, embedding=embedding,
                             **radius_max)  # fmt: skip
+        if white:
+            cov = cov + pm.gp.cov.WhiteNoise(white)
         gp = sle.gp.Marginal(cov_func=cov)
         gp.marginal_likelihood("obs", X=train[:, None], y=y, sigma=0.2)
     return model, gp
 
 
-def _by_hand(D, y, landmarks, new, radius, ls, pred_noise=True):
-    """``(mu, var, log N(y; C))`` of the point ``new`` under the SLE with ``landmarks``."""
+def _by_hand(D, y, landmarks, new, radius, ls, pred_noise=True, white=0.0):
+    """``(mu, var, log N(y; C))`` of the point ``new`` under the SLE with ``landmarks`` (plus a
+    white-noise term of sd ``white``, ``pm.gp.cov.WhiteNoise(white)``)."""
     X = np.r_[np.arange(N_TRAIN), new][:, None]
     K = 1.5 * sle.SLE(D, landmarks=landmarks, radius=radius, ls=ls)(X).eval()
+    K += white**2 * np.eye(N_TRAIN + 1)
     C = K[:N_TRAIN, :N_TRAIN] + (0.2**2 + JITTER_DEFAULT) * np.eye(N_TRAIN)
     solve = np.linalg.solve(C, np.column_stack([y, K[:N_TRAIN, -1]]))
     var = K[-1, -1] - K[-1, :N_TRAIN] @ solve[:, 1] + (0.2**2 if pred_noise else 0.0)
@@ -55,16 +59,17 @@ def _one_value(radius=0.7, ls=1.3, draws=2):
 
 
 @pytest.mark.parametrize(
-    ("embedding", "dtype", "pred_noise", "radius", "low_rank_share"),
-    [("auto", "float64", True, 0.7, 0.5), ("dense", "float64", True, 0.7, 0.5),
-     ("sparse", "float64", True, 0.7, 0.5), ("auto", "float32", True, 0.7, 0.5),
-     ("auto", "float64", False, 0.7, 0.5), ("auto", "float64", True, 0.3, 0.5),
-     ("auto", "float64", True, 0.7, 2.0), ("auto", "float64", True, 0.7, 0.0)],
+    ("embedding", "dtype", "pred_noise", "radius", "low_rank_share", "white"),
+    [("auto", "float64", True, 0.7, 0.5, 0.0), ("dense", "float64", True, 0.7, 0.5, 0.0),
+     ("sparse", "float64", True, 0.7, 0.5, 0.0), ("auto", "float32", True, 0.7, 0.5, 0.0),
+     ("auto", "float64", False, 0.7, 0.5, 0.0), ("auto", "float64", True, 0.3, 0.5, 0.0),
+     ("auto", "float64", True, 0.7, 2.0, 0.0), ("auto", "float64", True, 0.7, 0.0, 0.0),
+     ("auto", "float64", True, 0.3, 2.0, 0.3)],
     ids=["auto", "dense", "sparse", "float32 distances", "latent", "small bumps",
-         "every point low-rank", "every point refactorised"],
+         "every point low-rank", "every point refactorised", "a white-noise term"],
 )  # fmt: skip
 def test_each_new_point_is_predicted_by_the_sle_with_it_among_the_landmarks(
-    embedding, dtype, pred_noise, radius, low_rank_share, monkeypatch
+    embedding, dtype, pred_noise, radius, low_rank_share, white, monkeypatch
 ):
     """One hyperparameter value (equal weights): each new point's predictive is the conditional
     of the SLE whose landmarks are the training points and the new point itself, by the
@@ -73,17 +78,17 @@ def test_each_new_point_is_predicted_by_the_sle_with_it_among_the_landmarks(
     monkeypatch.setattr(new_points, "_LOW_RANK_SHARE", low_rank_share)
     D, y = _points()
     D = sle.DistanceMatrix(D.values, dtype=dtype)
-    model, gp = _sle_model(D, y, embedding)
+    model, gp = _sle_model(D, y, embedding, white=white)
     new = own_landmark_predictive(_one_value(radius=radius), gp, NEW[:, None], model=model,
                                   pred_noise=pred_noise)  # fmt: skip
     rtol = 1e-9 if dtype == "float64" else 1e-5
     for j, point in enumerate(NEW):
         mu, var, _ = _by_hand(D, y, np.r_[np.arange(N_TRAIN), point], point, radius, 1.3,
-                              pred_noise)  # fmt: skip
+                              pred_noise, white)  # fmt: skip
         np.testing.assert_allclose(new.mean[j], mu, rtol=rtol, atol=1e-12)
         np.testing.assert_allclose(new.sd[j], np.sqrt(var), rtol=rtol)
         fitted_mu, fitted_var, _ = _by_hand(D, y, np.arange(N_TRAIN), point, radius, 1.3,
-                                            pred_noise)  # fmt: skip
+                                            pred_noise, white)  # fmt: skip
         assert abs(new.mean[j] - fitted_mu) + abs(new.sd[j] - np.sqrt(fitted_var)) > 1e-6
     np.testing.assert_array_equal(new.pareto_k, 0.0)  # one value: nothing to weigh
 

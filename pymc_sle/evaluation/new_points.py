@@ -166,16 +166,18 @@ class _OwnLandmarkPrediction:
     r"""The own-landmark predictive at one posterior draw, from two compiled functions of the
     free variables.
 
-    ``fitted`` gives the fitted model's training covariance :math:`C` and mean, each landmark
+    ``_fitted`` gives the fitted model's training covariance :math:`C` and mean, each landmark
     kernel's squared embedding distances between the training points, the bump
     :math:`\delta_{ij} = b(d(x_i, x_{*j}))` that each new point's landmark gives training point
     :math:`i` (0 where the point gets no landmark), and the covariances :math:`k'_*`,
     :math:`k'_{**}` of the new points under their own landmarks: a landmark adds one coordinate to
     the embedding, so squared embedding distances grow by the squared difference of that
     coordinate, :math:`s'_{ij} = s_{ij} + (\delta_i - \delta_j)^2`, and a new point's own
-    coordinate is the bump at distance 0. ``updates`` gives the rows :math:`K` of
+    coordinate is the bump at distance 0. ``_updates`` gives the rows :math:`K` of
     :math:`C' - C` for the training points a new point's bump reaches -- the only rows and
-    columns its landmark changes. The algebra on them is in :meth:`predict`."""
+    columns its landmark changes, as the difference of two covariances built alike (so that
+    terms the landmarks do not touch, a white-noise term in the covariance included, cancel).
+    The algebra on them is in :meth:`predict`."""
 
     def __init__(self, model, gp, X_new: np.ndarray, jitter: float, pred_noise: bool):
         self.kernels = _landmark_kernels(gp.cov_func)
