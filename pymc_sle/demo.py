@@ -172,10 +172,10 @@ def run_demo(out_dir: str | Path = "sle-demo", settings: DemoSettings | None = N
         }
     table = pd.DataFrame(report).T
     print(
-        f"\n=== held-out scores on {data.test.size} noisy test points (95 % PICP; SLE predicts each "
-        "with its own landmark), and the 95 % "
-        "intervals' coverage by exact leave-one-out on the training points (loo_coverage_new: "
-        "each predicted as a new point, its own landmark dropped) ==="
+        f"\n=== held-out scores on {data.test.size} noisy test points (95 % PICP; SLE predicts "
+        "each with its own landmark), and the 95 % intervals' coverage by exact leave-one-out "
+        "on the training points (loo_coverage_new: each predicted as a new point, its own "
+        "landmark dropped) ==="
     )
     print(table.to_string(float_format=lambda v: f"{v:.4g}"))
     _figure(data, fits, out_dir / "demo.png")

@@ -27,6 +27,7 @@ from pymc_sle.inference.priors import SLEPriors
 __all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score"]
 
 
+#: How ``fit_and_score`` predicts the test points.
 _PREDICTIONS = ("conditional", "own_landmark")
 #: What each sampler is told to keep divergence records (``NutsSettings.divergence_records``).
 _DIVERGENCE_RECORDS = {
@@ -98,10 +99,6 @@ class HoldoutFit:
     ----------
     idata : arviz.InferenceData
         Posterior, sample stats and the posterior predictive of ``y_test`` (and ``f_test``).
-    pareto_k : numpy.ndarray or None
-        With ``prediction="own_landmark"``: the Pareto shape of each test point's weights
-        (:class:`~pymc_sle.evaluation.new_points.OwnLandmarkPredictive`; ``f_test``'s are the
-        same); ``None`` otherwise.
     scores : dict
         ``{"rmse", "crps", "picp", "nlpd"}`` of ``y_test``
         (:func:`pymc_sle.evaluation.metrics.evaluate`).
@@ -113,6 +110,10 @@ class HoldoutFit:
     sampling_seconds, seconds : float
         Wall time of ``pm.sample`` (compilation included), and of the whole fit (sampling,
         prediction and scoring).
+    pareto_k : numpy.ndarray or None
+        With ``prediction="own_landmark"``: the Pareto shape of each test point's weights
+        (:class:`~pymc_sle.evaluation.new_points.OwnLandmarkPredictive`; ``f_test``'s are the
+        same); ``None`` otherwise.
     """
 
     idata: az.InferenceData
@@ -255,8 +256,9 @@ def fit_and_score(
                                                  pred_noise=noise)
                    for name, noise in targets.items()}  # fmt: skip
             count = settings.predictive_draws or settings.chains * settings.draws
-            predictive = az.from_dict(posterior_predictive={
-                name: new.sample(count, seed=settings.seed)[None] for name, new in own.items()
+            predictive = az.from_dict(posterior_predictive={  # y_test, f_test: two streams
+                name: new.sample(count, seed=[settings.seed, i])[None]
+                for i, (name, new) in enumerate(own.items())
             })  # fmt: skip
             pareto_k = own["y_test"].pareto_k
     idata.add_groups(posterior_predictive=predictive.posterior_predictive)
