@@ -72,7 +72,9 @@ class OwnLandmarkPredictive:
     pareto_k : numpy.ndarray of shape (n_new,)
         The Pareto shape of each point's weights: reliable below 0.7; 0 where the weights are
         equal (the point already is a landmark, the covariance has no landmark kernel, or every
-        draw gives its landmark the same likelihood ratio).
+        draw gives its landmark the same likelihood ratio); ``inf`` where ArviZ finds fewer than
+        5 draws in the tail to fit (e.g. the point's bump reaches training points at a few
+        draws only, and the others' ratios are all 1): those weights are the raw ratios.
     reff : float
         The relative efficiency of the draws, estimated as ``arviz.loo`` does.
     """
