@@ -984,14 +984,20 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
     return payload
 
 
-def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="tiny sizes and chains: a smoke run")
+def add_data_arguments(p: argparse.ArgumentParser, benchmarks: list[str]) -> None:
+    """The options of a script over these benchmarks' data: result directory, distance cache,
+    meshes, and which benchmarks (default ``benchmarks``)."""
     p.add_argument("--out", type=Path, default=RESULTS, help="result directory")
     p.add_argument("--cache", type=Path, default=HERE / "paper" / "cache", help="distance cache")
     p.add_argument("--mesh", type=Path, default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
     p.add_argument("--bunny-mesh", type=Path, default=SHARED_DATA / "stanford-bunny.obj")
-    p.add_argument("--benchmarks", nargs="+", choices=list(BENCHMARKS), default=list(BENCHMARKS))
+    p.add_argument("--benchmarks", nargs="+", choices=list(BENCHMARKS), default=benchmarks)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="tiny sizes and chains: a smoke run")
+    add_data_arguments(p, list(BENCHMARKS))
     p.add_argument("--samplers", nargs="+", choices=SAMPLERS, default=list(SAMPLERS))
     p.add_argument("--models", nargs="+", choices=("SLE", "baseline"), default=["SLE", "baseline"])
     p.add_argument("--splits", type=int, default=None, help=f"splits per benchmark ({N_SPLITS})")

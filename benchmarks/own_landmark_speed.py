@@ -28,18 +28,15 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
-from pathlib import Path
 
 import arviz as az
 import numpy as np
 import pymc as pm
 
-from benchmarks._paths import RESULTS, SHARED_DATA
-from benchmarks.nuts_convergence import BENCHMARKS, sle_model
+from benchmarks.nuts_convergence import BENCHMARKS, add_data_arguments, sle_model
 from benchmarks.studies.common import markdown_rows, write_json
 from pymc_sle.evaluation import new_points
 
-HERE = Path(__file__).resolve().parent
 #: The library's rule, and every point factorised anew.
 VARIANTS = {"default": new_points._LOW_RANK_SHARE, "refactorised": 0.0}
 
@@ -101,12 +98,7 @@ def measure(name: str, args, draws: int) -> dict:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
-    p.add_argument("--out", type=Path, default=RESULTS, help="result directory")
-    p.add_argument("--cache", type=Path, default=HERE / "paper" / "cache", help="distance cache")
-    p.add_argument("--mesh", type=Path, default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
-    p.add_argument("--bunny-mesh", type=Path, default=SHARED_DATA / "stanford-bunny.obj")
-    p.add_argument("--benchmarks", nargs="+", choices=list(BENCHMARKS),
-                   default=["saxs", "teddy_200", "teddy_400", "bunny"])  # fmt: skip
+    add_data_arguments(p, ["saxs", "teddy_200", "teddy_400", "bunny"])
     p.add_argument("--draws", type=int, default=None, help="draws per run (10; quick: 3)")
     args = p.parse_args(argv)
     draws = args.draws or (3 if args.quick else 10)
