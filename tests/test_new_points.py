@@ -245,6 +245,9 @@ def test_own_landmark_predictive_validates_its_arguments():
         own_landmark_predictive(idata, gp, NEW, model=model)
     with pytest.raises(ValueError, match=r"`X_new` must hold row numbers .* \[24.5\]"):
         own_landmark_predictive(idata, gp, np.array([[24.5], [25.0]]), model=model)
+    for outside in (30, -1):
+        with pytest.raises(ValueError, match=rf"`X_new` must index the 30 rows .* \[{outside}\]"):
+            own_landmark_predictive(idata, gp, np.array([[25], [outside]]), model=model)
     train = np.arange(N_TRAIN)
     cases = {
         "distances as features": sle.SLE(radius=0.7, ls=1.3, input_dim=N_TRAIN),

@@ -484,6 +484,14 @@ def own_landmark_predictive(
             "`X_new` must hold row numbers (integers), like the training inputs, but holds "
             f"{X_new[X_new != np.round(X_new)][:3].tolist()}"
         )
+    for kernel in _landmark_kernels(gp.cov_func):
+        rows = X_new[:, int(kernel.active_dims[0])]
+        outside = rows[(rows < 0) | (rows >= kernel.distances.n_points)]
+        if outside.size:
+            raise ValueError(
+                f"`X_new` must index the {kernel.distances.n_points} rows of the distance matrix "
+                f"(0 to {kernel.distances.n_points - 1}), but holds {outside[:3].tolist()}"
+            )
     prediction = _OwnLandmarkPrediction(model, gp, X_new, jitter, pred_noise)
     missing = [name for name in prediction.names if name not in idata.posterior]
     if missing:
