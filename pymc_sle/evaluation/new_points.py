@@ -384,10 +384,9 @@ def _training_points_are_landmarks(kernel, X: np.ndarray) -> bool:
     return bool(among.all())
 
 
-def _check_extendable(kernel, gp) -> None:
+def _check_extendable(kernel) -> None:
     """A new point can join ``kernel``'s landmarks: index mode (the point's distances are in the
-    distance matrix) and one bump for every landmark (the new landmark gets the same); and the
-    noise holds no landmark kernel (a new landmark would change it too)."""
+    distance matrix) and one bump for every landmark (the new landmark gets the same)."""
     if kernel.feature_mode:
         raise ValueError(
             "`own_landmark_predictive` needs every landmark kernel in index mode (a new point's "
@@ -400,11 +399,6 @@ def _check_extendable(kernel, gp) -> None:
         raise ValueError(
             "`own_landmark_predictive` gives a new landmark the kernel's bump, so the bump "
             f"parameters must be scalars, but {per_landmark} of {kernel!r} vary per landmark"
-        )
-    if isinstance(gp.sigma, Covariance) and _landmark_kernels(gp.sigma):
-        raise ValueError(
-            "`own_landmark_predictive` adds landmarks to the covariance, not to the noise, but "
-            f"the noise of `gp` holds {_landmark_kernels(gp.sigma)}"
         )
 
 
@@ -469,9 +463,14 @@ def own_landmark_predictive(
             "`gp` must have observed one output of shape (n,), but its `y` has shape "
             f"{None if y is None else y.shape}"
         )
-    for kernel in _landmark_kernels(gp.cov_func):
-        _check_extendable(kernel, gp)
-        _training_points_are_landmarks(kernel, constant_value(gp.X))
+    kernels = _landmark_kernels(gp.cov_func)
+    for kernel in kernels:  # whether the training points are landmarks: at build
+        _check_extendable(kernel)
+    if isinstance(gp.sigma, Covariance) and _landmark_kernels(gp.sigma):
+        raise ValueError(
+            "`own_landmark_predictive` adds landmarks to the covariance, not to the noise, but "
+            f"the noise of `gp` holds {_landmark_kernels(gp.sigma)}"
+        )
     X_new = np.asarray(X_new)
     X = constant_value(gp.X)
     if X_new.ndim != 2 or X_new.shape[1] != X.shape[1] or X_new.shape[0] == 0:
@@ -484,7 +483,7 @@ def own_landmark_predictive(
             "`X_new` must hold row numbers (integers), like the training inputs, but holds "
             f"{X_new[X_new != np.round(X_new)][:3].tolist()}"
         )
-    for kernel in _landmark_kernels(gp.cov_func):
+    for kernel in kernels:
         rows = X_new[:, int(kernel.active_dims[0])]
         outside = rows[(rows < 0) | (rows >= kernel.distances.n_points)]
         if outside.size:
