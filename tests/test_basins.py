@@ -9,7 +9,7 @@ from scipy import stats
 
 import pymc_sle as sle
 from pymc_sle.evaluation.holdout import convergence
-from pymc_sle.inference import basin_diagnostics, sample_basins
+from pymc_sle.inference import basin_diagnostics, basin_models, sample_basins
 from pymc_sle.inference._transforms import CenteredLog
 from pymc_sle.inference.basins import MIN_BASIN_MASS, _cuts, _intervals
 from pymc_sle.priors import Basin, SLEPriors, sle_priors
@@ -44,6 +44,7 @@ def test_plain_nuts_sees_one_well_and_sample_basins_both_by_their_mass():
     assert diagnostics["basin_weight"] == pytest.approx([0.7, 0.3])
     assert diagnostics["basin_draws"] == [140, 60]
     assert diagnostics["basin_cuts"] == [0.0]
+    assert pooled.posterior.attrs["target_accept"] == 0.95  # several basins
     assert all(r < 1.05 for r in diagnostics["basin_r_hat_max"])
     assert basin_diagnostics(plain) is None
     _, worst = convergence(pooled, ["x"])  # what fit_and_score reports: the worst basin
@@ -96,6 +97,7 @@ def test_basins_below_min_mass_are_dropped_and_one_basin_is_pm_sample():
     with model:
         reference = pm.sample(random_seed=3, target_accept=0.9, **SAMPLE)
     np.testing.assert_array_equal(one.posterior["x"].values, reference.posterior["x"].values)
+    assert one.posterior.attrs["target_accept"] == 0.9
     assert basin_diagnostics(one) is None
 
 
@@ -112,13 +114,51 @@ def test_nutpie_gets_the_low_rank_mass_matrix_unless_told_otherwise(monkeypatch,
     import pymc_sle.inference.basins as basins
 
     seen = []
-    monkeypatch.setattr(basins.pm, "sample", lambda **kwargs: seen.append(kwargs))
+
+    def record(**kwargs):
+        seen.append(kwargs)
+        return az.from_dict(posterior={"x": np.zeros((1, 2))})
+
+    monkeypatch.setattr(basins.pm, "sample", record)
     model, priors = two_wells(weights=(1.0, 0.0))
     extra = {} if passed is None else {"nuts_sampler_kwargs": passed}
     sample_basins(priors, model=model, nuts_sampler="nutpie", **extra)
     sample_basins(priors, model=model)  # PyMC's NUTS: nothing added
     assert seen[0]["nuts_sampler_kwargs"] == expected
     assert "nuts_sampler_kwargs" not in seen[1]
+
+
+class _Captured(Exception):
+    """Raised by a stand-in ``pm.sample`` once it has seen its keyword arguments."""
+
+
+@pytest.mark.parametrize(
+    "weights, passed, expected",
+    [
+        ((1.0, 0.0), None, 0.9),  # one basin
+        ((0.7, 0.3), None, 0.95),  # several
+        ((0.7, 0.3), 0.85, 0.85),  # the caller's value wins
+        ((1.0, 0.0), 0.97, 0.97),
+    ],
+)
+def test_target_accept_defaults_to_0_9_with_one_basin_and_0_95_with_several(
+    monkeypatch, weights, passed, expected
+):
+    import pymc_sle.inference.basins as basins
+
+    seen = []
+
+    def capture(**kwargs):
+        seen.append(kwargs["target_accept"])
+        raise _Captured
+
+    monkeypatch.setattr(basins.pm, "sample", capture)
+    model, priors = two_wells(weights=weights)
+    extra = {} if passed is None else {"target_accept": passed}
+    with pytest.raises(_Captured):
+        sample_basins(priors, model=model, **extra)
+    assert seen == [expected]
+    assert (basins.ONE_BASIN_TARGET_ACCEPT, basins.BASINS_TARGET_ACCEPT) == (0.9, 0.95)
 
 
 def test_sample_basins_validates():
@@ -131,6 +171,27 @@ def test_sample_basins_validates():
         message = rf"`target_accept` must be in \(0, 1\), but got {bad}"
         with pytest.raises(ValueError, match=message):
             sample_basins(priors, model=model, target_accept=bad)
+
+
+def test_basin_models_are_what_sample_basins_samples():
+    """One basin: the model itself. Several: confined copies in radius order, each starting at
+    its basin's start and keeping its draws inside the basin's interval."""
+    model, priors = two_wells(weights=(0.3, 0.7))
+    [(only, same)] = basin_models(priors, model=model, min_mass=0.5)
+    assert only is priors.basins[1] and same is model
+    with model:  # the model on the context stack
+        assert basin_models(SLEPriors({"radius": model["x"]}))[0] == (None, model)
+    confined = basin_models(priors, model=model)
+    assert [basin.radius for basin, _ in confined] == [-10.0, 10.0]
+    for (basin, copy), sign in zip(confined, (-1, 1), strict=True):
+        assert copy is not model
+        assert copy.rvs_to_initial_values[copy["x"]] == basin.start["x"]
+        draws = pm.sample(model=copy, random_seed=5, **{**SAMPLE, "draws": 50, "tune": 50})
+        assert np.all(np.sign(draws.posterior["x"].values) == sign)
+    with pytest.raises(TypeError, match=r"`priors` must be what pymc_sle\.priors\.sle_priors"):
+        basin_models(dict(priors), model=model)
+    with pytest.raises(ValueError, match=r"`min_mass` must be in \[0, 1\), but got -0.1"):
+        basin_models(priors, model=model, min_mass=-0.1)
 
 
 def test_sle_priors_reports_basins_with_starts_inside_them():

@@ -47,6 +47,34 @@ def test_divergence_records_need_a_sampler_that_keeps_them():
         NutsSettings(nuts_sampler="numpyro", divergence_records=True)
 
 
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.5, 1.2])
+def test_nuts_settings_refuse_a_target_accept_outside_the_open_unit_interval(bad):
+    with pytest.raises(
+        ValueError, match=rf"`target_accept` must be in \(0, 1\) or None, but got {bad}"
+    ):
+        NutsSettings(target_accept=bad)
+    assert NutsSettings().target_accept is None  # sample_basins's choice; 0.9 without priors
+
+
+@pytest.mark.parametrize("passed, expected", [(None, 0.9), (0.8, 0.8)])
+def test_fit_and_score_without_priors_samples_at_0_9_unless_told(monkeypatch, passed, expected):
+    import pymc_sle.evaluation.holdout as holdout
+
+    seen = []
+
+    def capture(**kwargs):
+        seen.append(kwargs["target_accept"])
+        raise RuntimeError("captured")
+
+    monkeypatch.setattr(holdout.pm, "sample", capture)
+    with pm.Model() as model:
+        gp = pm.gp.Marginal(cov_func=pm.gp.cov.ExpQuad(1, ls=0.3))
+        gp.marginal_likelihood("y", X=np.zeros((3, 1)), y=np.zeros(3), sigma=pm.HalfNormal("s"))
+    with pytest.raises(RuntimeError, match="captured"):
+        fit_and_score(model, gp, np.zeros((2, 1)), np.zeros(2), NutsSettings(target_accept=passed))
+    assert seen == [expected]
+
+
 def test_convergence_names_the_worst_variables():
     """``stuck``'s chains sit apart (large r-hat), ``sticky`` is an AR(1) chain with small ESS,
     ``fine`` is white noise: the worst of each diagnostic is named, as the summary names it."""
@@ -94,6 +122,7 @@ def test_own_landmark_prediction_samples_the_own_landmark_predictive():
         fit_and_score(model, gp, new, np.zeros(6), settings, prediction="own")
     fit = fit_and_score(model, gp, new, np.zeros(6), settings, prediction="own_landmark")
     assert fit.idata.posterior_predictive["y_test"].shape == (1, 30, 6)
+    assert fit.idata.posterior.attrs["target_accept"] == 0.9  # no priors: pm.sample at 0.9
     thinned = fit.idata.sel(draw=slice(None, None, 8))  # 80 draws // 10
     expected = own_landmark_predictive(thinned, gp, new, model=model)
     np.testing.assert_array_equal(fit.pareto_k, expected.pareto_k)

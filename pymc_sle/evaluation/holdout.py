@@ -21,7 +21,12 @@ from threadpoolctl import threadpool_limits
 from pymc_sle._pymc_compat import build_conditional_marginals
 from pymc_sle.evaluation.metrics import evaluate
 from pymc_sle.evaluation.new_points import own_landmark_predictive
-from pymc_sle.inference.basins import basin_diagnostics, sample_basins, worst_values
+from pymc_sle.inference.basins import (
+    ONE_BASIN_TARGET_ACCEPT,
+    basin_diagnostics,
+    sample_basins,
+    worst_values,
+)
 from pymc_sle.inference.priors import SLEPriors
 
 __all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score"]
@@ -44,8 +49,10 @@ class NutsSettings:
     ----------
     draws, tune, chains, cores : int
         As in :func:`pymc.sample`.
-    target_accept : float
-        NUTS target acceptance rate.
+    target_accept : float or None
+        NUTS target acceptance rate, in ``(0, 1)``. ``None``: with ``priors`` in
+        :func:`fit_and_score`, :func:`~pymc_sle.inference.sample_basins`'s choice (0.9 with one
+        radius basin, 0.95 with several); without, 0.9.
     init : str
         PyMC's initialisation and mass-matrix adaptation, e.g. ``"jitter+adapt_diag"`` or
         ``"jitter+adapt_full"`` (ignored by other NUTS implementations).
@@ -74,7 +81,7 @@ class NutsSettings:
     tune: int = 1000
     chains: int = 4
     cores: int = 2
-    target_accept: float = 0.9
+    target_accept: float | None = None
     init: str = "jitter+adapt_diag"
     nuts_sampler: str = "pymc"
     seed: int = 0
@@ -84,6 +91,10 @@ class NutsSettings:
     divergence_records: bool = False
 
     def __post_init__(self):
+        if self.target_accept is not None and not 0.0 < self.target_accept < 1.0:
+            raise ValueError(
+                f"`target_accept` must be in (0, 1) or None, but got {self.target_accept!r}"
+            )
         if self.divergence_records and self.nuts_sampler not in _DIVERGENCE_RECORDS:
             raise ValueError(
                 "`divergence_records=True` needs `nuts_sampler` 'pymc' or 'nutpie', but got "
@@ -98,7 +109,8 @@ class HoldoutFit:
     Attributes
     ----------
     idata : arviz.InferenceData
-        Posterior, sample stats and the posterior predictive of ``y_test`` (and ``f_test``).
+        Posterior, sample stats and the posterior predictive of ``y_test`` (and ``f_test``);
+        ``posterior.attrs["target_accept"]`` is the target acceptance NUTS ran at.
     scores : dict
         ``{"rmse", "crps", "picp", "nlpd"}`` of ``y_test``
         (:func:`pymc_sle.evaluation.metrics.evaluate`).
@@ -239,7 +251,13 @@ def fit_and_score(
         )
         if settings.divergence_records:
             options.update(_DIVERGENCE_RECORDS[settings.nuts_sampler])
-        idata = pm.sample(**options) if priors is None else sample_basins(priors, **options)
+        if priors is not None:
+            idata = sample_basins(priors, **options)
+        else:
+            if settings.target_accept is None:
+                options["target_accept"] = ONE_BASIN_TARGET_ACCEPT
+            idata = pm.sample(**options)
+            idata.posterior.attrs["target_accept"] = options["target_accept"]
         sampling_seconds = time.perf_counter() - start
         targets = {"y_test": True, **({"f_test": False} if latent else {})}
         if prediction == "conditional":

@@ -5,14 +5,15 @@
 - :func:`~pymc_sle.find_map` / :class:`MAPResult` -- multi-start MAP, the paper's bounded maximum
   likelihood;
 - :func:`sample_basins` -- NUTS on every basin of a multi-basin radius posterior, pooled by
-  the basins' mass (``pm.sample`` when there is one basin);
+  the basins' mass (``pm.sample`` when there is one basin); :func:`basin_models` -- the model
+  it samples for each basin;
 - :func:`grid_posterior` -- the posterior of the ``sle_priors`` model's four hyperparameters on
   a grid: the exact reference for a sampler, radius basins and their mass.
 """
 
 from pymc_sle.inference import basins, grid, priors
 from pymc_sle.inference._map import MAPResult, find_map
-from pymc_sle.inference.basins import basin_diagnostics, sample_basins
+from pymc_sle.inference.basins import basin_diagnostics, basin_models, sample_basins
 from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "MAPResult",
     "RadiusMode",
     "basin_diagnostics",
+    "basin_models",
     "basins",
     "find_map",
     "grid",

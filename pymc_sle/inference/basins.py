@@ -41,7 +41,7 @@ from pymc.model.transform.conditioning import change_value_transforms
 
 from pymc_sle.inference.priors import MIN_BASIN_MASS, Basin, SLEPriors
 
-__all__ = ["basin_diagnostics", "sample_basins"]
+__all__ = ["basin_diagnostics", "basin_models", "sample_basins"]
 
 _ATTRS = ("basin_radius", "basin_weight", "basin_cuts", "basin_r_hat_max", "basin_ess_bulk_min",
           "basin_ess_tail_min", "basin_divergences", "basin_draws")  # fmt: skip
@@ -132,6 +132,63 @@ def _restricted(model: pm.Model, name: str, interval, start: dict[str, float]) -
     return restricted
 
 
+def basin_models(
+    priors: SLEPriors, *, min_mass: float = MIN_BASIN_MASS, model: pm.Model | None = None
+) -> list[tuple[Basin | None, pm.Model]]:
+    """The model :func:`~pymc_sle.inference.sample_basins` samples for each radius basin.
+
+    With at most one basin holding ``min_mass``: ``[(that basin or None, model)]``, the model
+    itself. With several: for each, in order of radius, a copy of ``model`` whose radius is
+    confined to the basin's interval (module notes) and whose initial values are the basin's
+    highest grid cell. Sample one yourself to give a basin its own sampler settings, or to keep
+    records that pooling thins away (e.g. nutpie's ``store_divergences=True``).
+
+    Parameters
+    ----------
+    priors : SLEPriors
+        What :func:`~pymc_sle.inference.priors.sle_priors` returned.
+    min_mass : float, default 0.005
+        As in :func:`~pymc_sle.inference.sample_basins`.
+    model : pymc.Model, optional
+        The model (default: the one on the context stack).
+
+    Returns
+    -------
+    list of (Basin or None, pymc.Model)
+
+    Raises
+    ------
+    TypeError
+        If ``priors`` is not what ``sle_priors`` returns.
+    ValueError
+        If ``min_mass`` is not in ``[0, 1)``.
+    """
+    if not isinstance(priors, SLEPriors):
+        raise TypeError(
+            "`priors` must be what pymc_sle.priors.sle_priors returns, but got "
+            f"{type(priors).__name__}"
+        )
+    if not 0.0 <= min_mass < 1.0:
+        raise ValueError(f"`min_mass` must be in [0, 1), but got {min_mass!r}")
+    model = pm.modelcontext(model)
+    basins = sorted((b for b in priors.basins if b.mass >= min_mass), key=lambda b: b.radius)
+    if len(basins) <= 1:
+        return [(basins[0] if basins else None, model)]
+    radius = priors["radius"].name
+    intervals = _intervals(basins, _cuts(basins), model.rvs_to_transforms[model[radius]])
+    return [
+        (basin, _restricted(model, radius, interval, basin.start))
+        for basin, interval in zip(basins, intervals, strict=True)
+    ]
+
+
+#: :func:`~pymc_sle.inference.sample_basins`'s default NUTS target acceptance with one radius
+#: basin (its docstring gives the measurements).
+ONE_BASIN_TARGET_ACCEPT = 0.9
+#: :func:`~pymc_sle.inference.sample_basins`'s default NUTS target acceptance with several
+#: radius basins.
+BASINS_TARGET_ACCEPT = 0.95
+
 #: nutpie's settings under :func:`sample_basins` unless the caller's ``nuts_sampler_kwargs``
 #: say otherwise.
 NUTPIE_DEFAULTS = {"low_rank_modified_mass_matrix": True}
@@ -143,7 +200,7 @@ def sample_basins(
     draws: int = 1000,
     tune: int = 1000,
     chains: int = 4,
-    target_accept: float = 0.9,
+    target_accept: float | None = None,
     min_mass: float = MIN_BASIN_MASS,
     random_seed: int | None = None,
     model: pm.Model | None = None,
@@ -165,14 +222,24 @@ def sample_basins(
         basins).
     draws, tune, chains : int
         Per basin, as in :func:`pymc.sample`.
-    target_accept : float, default 0.9
-        NUTS's target acceptance rate, in ``(0, 1)``. Higher than PyMC's 0.8: on the mesh
-        example's model 0.8 gave 47 and 49 divergences in 4 x (1000 + 1000), 0.9 gave 3 and 0,
-        with bulk ESS above 800 in all four fits and about 20 % more wall time. It does not
-        remove every divergence: 0.9 gave 14 and 0 on the W2-image example's model, 0.8 gave 4
-        and 1 (``benchmarks/results/studies/example_mixing.md``). Raise it to 0.95 when a fit
-        reports divergences: with nutpie's low-rank mass matrix on Teddy, n = 400, it removed
-        the 3 of split 0 at 1.8 times the leapfrog steps per draw.
+    target_accept : float, optional
+        NUTS's target acceptance rate, in ``(0, 1)``. By default ``ONE_BASIN_TARGET_ACCEPT``
+        (0.9) with one basin and ``BASINS_TARGET_ACCEPT`` (0.95) with several.
+
+        - 0.9, higher than PyMC's 0.8: on the mesh example's model 0.8 gave 47 and 49
+          divergences in 4 x (1000 + 1000), 0.9 gave 3 and 0, with bulk ESS above 800 in all
+          four fits and about 20 % more wall time. It does not remove every divergence: 0.9
+          gave 14 and 0 on the W2-image example's model, 0.8 gave 4 and 1
+          (``benchmarks/results/studies/example_mixing.md``).
+        - 0.95 with several basins, which are sampled with ``eta`` and ``sigma`` on centred log
+          scales rather than on their ridges. There 0.9 left a few divergences in a basin's
+          tail (nutpie, the NUTS benchmark's settings, sampler seeds 1 and 2): 2 and 1 on the
+          strings' split 2 (its ridge basin), 1 and 0 on SAXS split 2 (its main basin); 0.95
+          gave none in any basin, at 1.15-1.23 times the leapfrog steps per draw
+          (``benchmarks/results/studies/basin_divergences.md``).
+        - Raise it to 0.95 when a one-basin fit reports divergences: with nutpie's low-rank
+          mass matrix on Teddy, n = 400, it removed the 3 of split 0 at 1.8 times the
+          leapfrog steps per draw, which is why it is not the default there.
     min_mass : float, default 0.005
         Basins with less posterior mass are not sampled: they lie in the interval of a sampled
         neighbour, whose weight includes their mass. Each sampled basin costs a run of ``chains``
@@ -195,7 +262,8 @@ def sample_basins(
     Returns
     -------
     arviz.InferenceData
-        ``posterior`` and ``sample_stats`` with ``chains`` chains; with several basins (in
+        ``posterior`` and ``sample_stats`` with ``chains`` chains. ``posterior.attrs`` holds the
+        ``target_accept`` used; with several basins (in
         order of radius), their ``attrs`` hold ``basin_radius``, ``basin_weight``,
         ``basin_draws``, ``basin_cuts`` (the radii where neighbouring intervals meet) and each
         basin's ``basin_r_hat_max``, ``basin_ess_bulk_min``, ``basin_ess_tail_min`` and
@@ -210,37 +278,30 @@ def sample_basins(
     ValueError
         If ``min_mass`` is not in ``[0, 1)``.
     """
-    if not isinstance(priors, SLEPriors):
-        raise TypeError(
-            "`priors` must be what pymc_sle.priors.sle_priors returns, but got "
-            f"{type(priors).__name__}"
-        )
-    if not 0.0 <= min_mass < 1.0:
-        raise ValueError(f"`min_mass` must be in [0, 1), but got {min_mass!r}")
-    if not 0.0 < target_accept < 1.0:
+    if target_accept is not None and not 0.0 < target_accept < 1.0:
         raise ValueError(f"`target_accept` must be in (0, 1), but got {target_accept!r}")
     model = pm.modelcontext(model)
+    confined = basin_models(priors, min_mass=min_mass, model=model)
     if sample_kwargs.get("nuts_sampler") == "nutpie":
         sample_kwargs["nuts_sampler_kwargs"] = {
             **NUTPIE_DEFAULTS,
             **(sample_kwargs.get("nuts_sampler_kwargs") or {}),
         }
-    basins = [b for b in priors.basins if b.mass >= min_mass]
+    if target_accept is None:
+        target_accept = ONE_BASIN_TARGET_ACCEPT if len(confined) == 1 else BASINS_TARGET_ACCEPT
     common = dict(draws=draws, tune=tune, chains=chains, target_accept=target_accept,
-                  model=model, **sample_kwargs)  # fmt: skip
-    if len(basins) <= 1:
-        return pm.sample(random_seed=random_seed, **common)
-    basins.sort(key=lambda b: b.radius)
-    radius = priors["radius"].name
+                  **sample_kwargs)  # fmt: skip
+    if len(confined) == 1:
+        idata = pm.sample(random_seed=random_seed, model=model, **common)
+        idata.posterior.attrs["target_accept"] = target_accept
+        return idata
+    basins = [basin for basin, _ in confined]
     cuts = _cuts(basins)
-    intervals = _intervals(basins, cuts, model.rvs_to_transforms[model[radius]])
     watched = priors.var_names(model)
     fits, diagnostics = [], []
-    for b, (basin, interval) in enumerate(zip(basins, intervals, strict=True)):
+    for b, (_, restricted) in enumerate(confined):
         seed = None if random_seed is None else random_seed + b
-        restricted = _restricted(model, radius, interval, basin.start)
-        common["model"] = restricted
-        fit = pm.sample(random_seed=seed, **common)
+        fit = pm.sample(random_seed=seed, model=restricted, **common)
         fits.append(fit)
         diagnostics.append(worst_values(fit, az.summary(fit, var_names=watched, round_to="none")))
     # A basin too light to sample lies in a sampled one's interval, which holds its mass too.
@@ -256,6 +317,7 @@ def sample_basins(
             "basin_cuts": cuts,
             **{f"basin_{key}": [d[key] for d in diagnostics] for key in diagnostics[0]},
             "basin_draws": counts.tolist(),
+            "target_accept": target_accept,
         }
     )
     return pooled
