@@ -163,6 +163,23 @@ def test_divergence_origins_quick(run_study):
     assert fit["r_hat_max"] > 0.9 and fit["ess_bulk_min"] > 0 and fit["steps_per_draw"] >= 1
 
 
+def test_basin_divergences_quick(run_study):
+    out = run_study("basin_divergences", "--seeds", "1")
+    stats = json.loads((out / "basin_divergences.json").read_text())
+    assert stats["quick"] is True
+    fits = stats["fits"]  # one_d split 0 has one basin: the model itself, at both settings
+    assert [(f["benchmark"], f["basin"], f["target_accept"], f["seed"]) for f in fits] == [
+        ("one_d", 0, 0.9, 1), ("one_d", 0, 0.95, 1)
+    ]  # fmt: skip
+    for f in fits:
+        assert len(f["starts"]) == f["divergences"]
+        assert f["r_hat_max"] > 0.9 and f["ess_bulk_min"] > 0 and f["steps_per_draw"] >= 1
+        for start in f["starts"]:
+            assert set(start) == {"radius", "ls", "eta", "sigma"}
+            assert all(s["value"] > 0 and 0 <= s["quantile"] <= 1 for s in start.values())
+    assert "| one_d | 0 | 0 |" in (out / "basin_divergences.md").read_text()
+
+
 def test_coverage_quick(run_study, sphere):
     stats = json.loads((run_study("coverage", "--mesh", sphere) / "coverage.json").read_text())
     assert stats["settings"]["splits"] == 1
