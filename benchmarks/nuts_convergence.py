@@ -7,7 +7,8 @@ in the highest basin of a coarse grid posterior), ``eta**2 * sle.SLE(D, radius=.
 ``sle.inference.sample_basins(priors)`` (``pm.sample`` when the radius posterior has one basin;
 otherwise every basin behind a dip deeper than 3 nats, or 1.5 nats for shoulders under 5 %,
 holding >= 0.5 % of the mass, each confined to its radius interval, pooled by mass). 4 chains x
-(1000 tune + 1000 draws) per basin, ``target_accept`` 0.9, one BLAS thread per chain, on 2 cores,
+(1000 tune + 1000 draws) per basin, ``target_accept`` 0.9 (0.95 for several basins: the
+defaults of ``sample_basins``; column ``target_accept``), one BLAS thread per chain, on 2 cores,
 by PyMC's NUTS and by nutpie;
 the best baseline of each benchmark (the paper reproduction's model and priors) by PyMC's NUTS on
 the same splits. Every fit predicts the benchmark's fixed test set: the SLE fits as the README
@@ -103,7 +104,7 @@ FIELDS = [
     "rmse", "crps", "picp", "nlpd", "multimodal_warning", "basins", "sampled_as", "predict_s",
     "steps_per_draw", "mass_matrix", "basin_rule", "divergences_recorded", "wall_divergences",
     "grad_ms", "divergence_u", "r_hat_var", "ess_bulk_var", "truncated_mass", "scales",
-    "prediction", "pareto_k_max",
+    "prediction", "pareto_k_max", "target_accept",
 ]  # fmt: skip
 #: How ``sle_priors`` hands the SLE hyperparameters to NUTS. Fits of earlier defaults stay in the
 #: results as a record; targets are checked on the current ones.
@@ -230,7 +231,8 @@ def _with_new_columns(row: dict) -> dict:
     unrecorded = dict.fromkeys(("divergences_recorded", "wall_divergences", "grad_ms"), "nan")
     row = {"basins": 1, "steps_per_draw": "nan", "mass_matrix": "diagonal", **unrecorded,
            "divergence_u": "", "r_hat_var": "", "ess_bulk_var": "", "truncated_mass": 0.0,
-           "scales": "", "prediction": "conditional", "pareto_k_max": "nan", **row}  # fmt: skip
+           "scales": "", "prediction": "conditional", "pareto_k_max": "nan",
+           "target_accept": 0.9, **row}  # fmt: skip
     row.setdefault("basin_rule", PREVIOUS_BASIN_RULE if row["model"] == "SLE" else "")
     row.setdefault("sampled_as", FIRST_SAMPLED_AS if row["model"] == "SLE" else "")
     if "predict_s" not in row:  # wall = setup + sampling + prediction and scoring
@@ -435,6 +437,7 @@ def fit(
         "truncated_mass": 0.0 if priors is None else priors.truncated_mass,
         "scales": "" if priors is None else scales_label(priors),
         "pareto_k_max": float("nan") if result.pareto_k is None else float(result.pareto_k.max()),
+        "target_accept": result.idata.posterior.attrs["target_accept"],
         **dict(zip(IDENTITY, _identity(model_name, settings.nuts_sampler), strict=True)),
     }  # fmt: skip
 
@@ -828,13 +831,13 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
     )  # fmt: skip
     per_fit = _table(
         ["benchmark", "split", "model", "sampler", "mass matrix", "sampled as", "basin rule",
-         "basins", "r̂ max",
+         "basins", "target accept", "r̂ max",
          "bulk ESS",
          "div.", "u where they started", "wall (s)", "sampling (s)", "prediction (s)",
          "steps/draw", "ms per gradient", "prediction", "max Pareto k", "PICP", "RMSE"],
         [[r["benchmark"], int(r["split"]), r["spec"], r["sampler"], r["mass_matrix"],
           r["sampled_as"] or "-", r["basin_rule"] or "-",
-          int(r["basins"]),
+          int(r["basins"]), f"{r['target_accept']:g}",
           f"{r['r_hat_max']:.3f}",
           f"{r['ess_bulk_min']:.0f}", int(r["divergences"]),
           r["divergence_u"].replace(";", ", ") or "-", f"{r['wall_s']:.0f}",
@@ -876,7 +879,9 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "splits; scores are means (PICP also its range). `multi-basin` = splits whose radius "
         "posterior has more than one basin that `sample_basins` sampled, each with its chains "
         "confined to the basin's radius interval, pooled by mass; their r̂ and ESS are the "
-        "worst over the basins. "
+        "worst over the basins. `target accept`: NUTS's target acceptance, `sample_basins`'s "
+        "default (0.9 with one basin; 0.95 with several since the 0.9 left 1-2 divergences "
+        "in a basin's tail on SAXS and strings split 2; earlier multi-basin rows ran at 0.9). "
         f"`basin rule`: which basins those are -- `{BASIN_RULE}` (the current default: basins "
         f"behind dips deeper than {BASIN_BARRIER:g} nats, or {SHOULDER_BARRIER:g} nats for "
         f"shoulders holding less than {100 * SHOULDER_MASS:g} %, sampled when they hold at least "
@@ -945,8 +950,9 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "its importance weights over the test points) or `conditional` (`gp.conditional`'s "
         f"marginals from {settings.predictive_draws} posterior draws: the baselines, and the "
         "SLE fits before the own-landmark predictive, kept as a record; their posteriors were "
-        "sampled with the same seeds, but nutpie's chains are not bit-reproducible from run "
-        "to run, so r̂ and ESS differ a little between the two). "
+        "sampled with the same seeds, but some of the two runs' chains differ, so r̂ and ESS "
+        "differ a little between the two; the cause is not traced: a split sampled twice "
+        "in one session by one script gave the same chains). "
         "The figure shows the current default and the baselines. "
         "What the script does: see its docstring.",
         "",

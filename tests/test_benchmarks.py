@@ -130,6 +130,9 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     # the SLE predicts each test point with its own landmark, and keeps its weights' worst shape
     assert [r["prediction"] for r in refitted] == ["conditional", "own landmark"]
     assert np.isnan(float(refitted[0]["pareto_k_max"])) and float(refitted[1]["pareto_k_max"]) > 0
+    # one radius basin here and no priors for the baseline: both at 0.9
+    assert [float(r["target_accept"]) for r in refitted] == [0.9, 0.9]
+    assert "| target accept |" in text
 
 
 def test_own_landmark_speed_benchmark_quick(tmp_path, distance_cache):
@@ -154,6 +157,7 @@ def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
     assert row["scales"] == ""  # not recorded before the column
     assert row["basin_rule"] == "dips > 3 nats, mass >= 1 %"  # the rule before the column
     assert row["prediction"] == "conditional" and np.isnan(float(row["pareto_k_max"]))
+    assert row["target_accept"] == 0.9  # every fit before the column ran at 0.9
     assert _with_new_columns({**old, "model": "baseline"})["basin_rule"] == ""
 
 
