@@ -145,6 +145,22 @@ def test_own_landmark_speed_benchmark_quick(tmp_path, distance_cache):
     assert "| one_d | 20 |" in (tmp_path / "own_landmark_speed_quick.md").read_text()
 
 
+@pytest.mark.parametrize("entry", ["saxs", "saxs:x", "nope:1", "saxs:-1"])
+def test_studies_refuse_a_malformed_fit_entry(entry, capsys):
+    """``--fits`` of the studies that sample the benchmark's splits again."""
+    import argparse
+
+    from benchmarks.nuts_convergence import add_fit_arguments, requested_fits
+
+    p = argparse.ArgumentParser()
+    add_fit_arguments(p, "saxs:2")
+    args = p.parse_args(["--fits", "strings:2", entry])
+    with pytest.raises(SystemExit):
+        requested_fits(p, args.fits)
+    assert "--fits entries must be benchmark:split with a benchmark in" in capsys.readouterr().err
+    assert requested_fits(p, ["strings:2", "saxs:0"]) == [("strings", 2), ("saxs", 0)]
+
+
 def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
     from benchmarks.nuts_convergence import _with_new_columns
 

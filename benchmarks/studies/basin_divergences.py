@@ -170,27 +170,19 @@ def _figure(fits: list[dict], path) -> None:
 
 def main(argv=None) -> None:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--fits", nargs="+", default=None, help="benchmark:split, e.g. saxs:2")
+    nc.add_fit_arguments(p, "saxs:2")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2], help="sampler seeds")
-    p.add_argument("--mesh", default=nc.SHARED_DATA / "teddy.obj", help="Teddy mesh")
-    p.add_argument("--bunny-mesh", default=nc.SHARED_DATA / "stanford-bunny.obj")
     args = p.parse_args(argv)
-    requested = args.fits or (QUICK_FITS if args.quick else FITS)
-    for entry in requested:
-        name, _, split = entry.partition(":")
-        if name not in nc.BENCHMARKS or not split.isdigit():
-            p.error(f"--fits entries must be benchmark:split with a benchmark in "
-                    f"{sorted(nc.BENCHMARKS)}, but got {entry!r}")  # fmt: skip
+    requested = nc.requested_fits(p, args.fits or (QUICK_FITS if args.quick else FITS))
     stem = "basin_divergences"
     path = args.out / f"{stem}.json"
     saved = json.loads(path.read_text()) if path.exists() else {}
     fits = saved["fits"] if saved.get("quick") == args.quick else []  # never mix the two
-    for entry in requested:
-        name, _, split = entry.partition(":")
-        done = {f["seed"] for f in fits if (f["benchmark"], f["split"]) == (name, int(split))}
+    for name, split in requested:
+        done = {f["seed"] for f in fits if (f["benchmark"], f["split"]) == (name, split)}
         seeds = [s for s in args.seeds if s not in done]
         if seeds:
-            fits.extend(_sample(name, int(split), seeds, args.quick, args))
+            fits.extend(_sample(name, split, seeds, args.quick, args))
             write_json(path, {"quick": args.quick, "fits": fits})
     fits.sort(key=lambda f: (f["benchmark"], f["split"], f["basin"], f["target_accept"], f["seed"]))
     header = ["benchmark", "split", "basin", "radius", "mass (%)", "target accept", "seeds",

@@ -134,26 +134,18 @@ def _figure(fits: list[dict], path) -> None:
 
 def main(argv=None) -> None:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--fits", nargs="+", default=None, help="benchmark:split, e.g. saxs:0")
-    p.add_argument("--mesh", default=nc.SHARED_DATA / "teddy.obj", help="Teddy mesh")
-    p.add_argument("--bunny-mesh", default=nc.SHARED_DATA / "stanford-bunny.obj")
+    nc.add_fit_arguments(p, "saxs:0")
     args = p.parse_args(argv)
-    requested = args.fits or (QUICK_FITS if args.quick else FITS)
-    for entry in requested:
-        name, _, split = entry.partition(":")
-        if name not in nc.BENCHMARKS or not split.isdigit():
-            p.error(f"--fits entries must be benchmark:split with a benchmark in "
-                    f"{sorted(nc.BENCHMARKS)}, but got {entry!r}")  # fmt: skip
+    requested = nc.requested_fits(p, args.fits or (QUICK_FITS if args.quick else FITS))
     stem = "divergence_origins"
     path = args.out / f"{stem}.json"
     saved = json.loads(path.read_text()) if path.exists() else {}
     fits = saved["fits"] if saved.get("quick") == args.quick else []  # never mix the two
     done = {(f["benchmark"], f["split"]) for f in fits}
-    for entry in requested:
-        name, _, split = entry.partition(":")
-        if (name, int(split)) in done:
+    for name, split in requested:
+        if (name, split) in done:
             continue
-        fits.append(_sample(name, int(split), args.quick, args))
+        fits.append(_sample(name, split, args.quick, args))
         write_json(path, {"quick": args.quick, "tail_u": TAIL_U, "fits": fits})
     header = ["benchmark", "split", "basins", "div.", "u where divergences started",
               "share with abs(u) > 3", "% of draws with u < -2.33, per chain",
