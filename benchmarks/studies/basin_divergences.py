@@ -22,7 +22,6 @@ Run:  python -m benchmarks.studies.basin_divergences [--quick] [--fits saxs:2 st
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
 
@@ -36,6 +35,7 @@ from benchmarks.studies.common import (
     markdown_rows,
     parser,
     pyplot,
+    read_saved_fits,
     save_figure,
     write_json,
     write_markdown,
@@ -176,8 +176,7 @@ def main(argv=None) -> None:
     requested = nc.requested_fits(p, args.fits or (QUICK_FITS if args.quick else FITS))
     stem = "basin_divergences"
     path = args.out / f"{stem}.json"
-    saved = json.loads(path.read_text()) if path.exists() else {}
-    fits = saved["fits"] if saved.get("quick") == args.quick else []  # never mix the two
+    fits = read_saved_fits(path, args.quick)
     for name, split in requested:
         done = {f["seed"] for f in fits if (f["benchmark"], f["split"]) == (name, split)}
         seeds = [s for s in args.seeds if s not in done]

@@ -52,6 +52,13 @@ def read_fit_rows(path: Path, columns: list[str], *, text: int) -> list[dict]:
     return rows
 
 
+def read_saved_fits(path: Path, quick: bool) -> list[dict]:
+    """The ``fits`` a resumable study saved as JSON at ``path`` with the same ``quick`` flag (none
+    otherwise: a quick run never mixes with full fits, nor the other way round)."""
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    return saved["fits"] if saved.get("quick") == quick else []
+
+
 def write_fit_rows(path: Path, rows: list[dict], columns: list[str]) -> None:
     """Write every row so far, so a stopped study resumes from ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,6 @@ Run:  python -m benchmarks.studies.divergence_origins [--quick] [--fits saxs:0 s
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
 
@@ -48,6 +47,7 @@ from benchmarks.studies.common import (
     parser,
     pyplot,
     radius_divergence_starts,
+    read_saved_fits,
     save_figure,
     write_json,
     write_markdown,
@@ -139,8 +139,7 @@ def main(argv=None) -> None:
     requested = nc.requested_fits(p, args.fits or (QUICK_FITS if args.quick else FITS))
     stem = "divergence_origins"
     path = args.out / f"{stem}.json"
-    saved = json.loads(path.read_text()) if path.exists() else {}
-    fits = saved["fits"] if saved.get("quick") == args.quick else []  # never mix the two
+    fits = read_saved_fits(path, args.quick)
     done = {(f["benchmark"], f["split"]) for f in fits}
     for name, split in requested:
         if (name, split) in done:
