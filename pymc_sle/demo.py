@@ -133,7 +133,9 @@ def run_demo(out_dir: str | Path = "sle-demo", settings: DemoSettings | None = N
         ``loo_coverage_new`` (the same with each point predicted as a new one, its own landmark
         dropped, ``own_landmark="drop"``, on every 10th draw; the Matérn has no landmarks, so
         there it estimates the same coverage from fewer draws), ``max_rhat``,
-        ``min_ess_bulk``, ``divergences``, ``seconds``.
+        ``min_ess_bulk``, ``divergences``, ``target_accept`` (the NUTS target acceptance the
+        model ran at: the settings' ``nuts.target_accept``, or the sampler's default when that
+        is ``None``), ``seconds``.
     """
     settings = settings or DemoSettings()
     out_dir = Path(out_dir)
@@ -168,6 +170,7 @@ def run_demo(out_dir: str | Path = "sle-demo", settings: DemoSettings | None = N
             "max_rhat": fitted.diagnostics["r_hat_max"],
             "min_ess_bulk": fitted.diagnostics["ess_bulk_min"],
             "divergences": fitted.diagnostics["divergences"],
+            "target_accept": float(fitted.idata.posterior.attrs["target_accept"]),
             "seconds": round(fitted.seconds, 1),
         }
     table = pd.DataFrame(report).T

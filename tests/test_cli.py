@@ -18,6 +18,7 @@ def test_demo_quick_writes_figure_and_scores(tmp_path, capsys):
     for scores in report.values():
         assert 0.0 <= scores["picp"] <= 1.0 and scores["rmse"] > 0 and scores["crps"] > 0
         assert 0.0 <= scores["loo_coverage"] <= 1.0 and 0.0 <= scores["loo_coverage_new"] <= 1.0
+        assert scores["target_accept"] == 0.9  # no priors: pm.sample's default, as it ran
     assert (tmp_path / "demo.png").stat().st_size > 10_000
     printed = capsys.readouterr().out
     assert "r_hat" in printed and "held-out scores" in printed and "loo_coverage" in printed

@@ -186,6 +186,24 @@ def test_exact_loo_validates_its_arguments():
     exact_loo(idata, gp, var_name="y", model=model, overwrite=True)
 
 
+@pytest.mark.parametrize("own_landmark", ["keep", "drop"])
+def test_exact_loo_needs_two_draws_and_estimates_no_efficiency_from_short_chains(own_landmark):
+    """One draw is a ValueError naming the count (ArviZ's smoothing fails on it); two are the
+    fewest accepted. Fewer than 4 draws per chain give ArviZ no ESS: the efficiency is then 1,
+    as for one chain, not NaN."""
+    X, y = _data()
+    model, gp = _matern_model(X, y)
+    rng = np.random.default_rng(2)
+    with pytest.raises(ValueError, match=r"at least 2 draws \(chains x draws\).* holds 1"):
+        exact_loo(_posterior(rng, chains=1, draws=1), gp, var_name="y", model=model,
+                  own_landmark=own_landmark)  # fmt: skip
+    for chains, draws in ((1, 2), (2, 1), (3, 3)):
+        loo = exact_loo(_posterior(rng, chains=chains, draws=draws), gp, var_name="y",
+                        model=model, own_landmark=own_landmark)  # fmt: skip
+        assert loo.reff == 1.0
+        assert np.all(np.isfinite(loo.elpd_loo)) and np.all((loo.pit >= 0) & (loo.pit <= 1))
+
+
 def test_exact_loo_needs_the_gps_own_one_output_observations():
     X, y = _data()
     with pm.Model() as model:

@@ -77,8 +77,8 @@ class ExactLOO:
         predicts worst.
     reff : float
         The relative efficiency of the draws that the Pareto smoothing uses, estimated as
-        ``arviz.loo`` does (mean ESS over the sample size; 1 for one chain), here from the
-        posterior variables the GP depends on.
+        ``arviz.loo`` does (mean ESS over the sample size; 1 for one chain or fewer than 4
+        draws per chain), here from the posterior variables the GP depends on.
     """
 
     log_likelihood: xr.DataArray
@@ -362,6 +362,11 @@ def exact_loo(
         raise ValueError(f"`idata.posterior` must hold the model's variables {missing}")
     posterior = idata.posterior
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    if chains * draws < _MIN_DRAWS:
+        raise ValueError(
+            f"`idata.posterior` must hold at least {_MIN_DRAWS} draws (chains x draws) for the "
+            f"Pareto-smoothed importance weights, but holds {chains * draws}"
+        )
     values = [posterior[name].values.reshape(chains * draws, *posterior[name].shape[2:])
               for name in names]  # fmt: skip
     # log p'(y_-i | theta) / p(y | theta) = log N(y; C'_i) - log N(y; C) - log p'(y_i | y_-i):
@@ -403,6 +408,9 @@ def exact_loo(
     )
 
 
+#: The fewest posterior draws whose importance weights ``arviz.psislw`` can smooth.
+_MIN_DRAWS = 2
+
 _NOT_POSITIVE_DEFINITE = (
     "the training covariance is not positive definite at some posterior draws; increase `jitter`"
 )
@@ -410,8 +418,9 @@ _NOT_POSITIVE_DEFINITE = (
 
 def _relative_efficiency(posterior: xr.Dataset, n_samples: int) -> float:
     """``arviz.loo``'s estimate: the mean ESS ("mean" method) over every value of ``posterior``,
-    over the number of draws; 1 for a single chain."""
-    if posterior.sizes["chain"] == 1 or not posterior.data_vars:
+    over the number of draws; 1 for a single chain, and where ArviZ cannot estimate the ESS
+    (fewer than 4 draws per chain)."""
+    if posterior.sizes["chain"] == 1 or posterior.sizes["draw"] < 4 or not posterior.data_vars:
         return 1.0
     ess = az.ess(posterior, method="mean")
     return float(np.mean(np.hstack([ess[v].values.ravel() for v in ess.data_vars])) / n_samples)
