@@ -31,8 +31,10 @@ strings       evolving sequences, edit    200     Matern-3/2  Raw-distance embed
 
 Per fit (one row of the CSV): wall time of the start search (``setup_s``), of sampling with
 compilation (``sampling_s``) and of prediction and scoring (``predict_s``; draws from each
-test point's predictive), the largest Pareto shape of the own-landmark predictive's weights
-(``pareto_k_max``), the mean number of leapfrog steps -- gradient
+test point's predictive; the own-landmark predictive in 2 threads, ``fit_and_score``'s
+``cores``, in rows written after it got ``n_jobs``, in one before), the largest Pareto shape
+of the own-landmark predictive's weights (``pareto_k_max``), the mean number of leapfrog
+steps -- gradient
 evaluations -- per draw (``steps_per_draw``), largest r-hat, smallest bulk and tail ESS
 (and the variables of the first two: ``r_hat_var``, ``ess_bulk_var``), min-ESS/s (smallest
 bulk ESS over the total wall time), divergences, RMSE, CRPS, PICP (95 %), NLPD, whether

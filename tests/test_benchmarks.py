@@ -136,12 +136,14 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
 
 
 def test_own_landmark_speed_benchmark_quick(tmp_path, distance_cache):
-    """Both variants give the same predictive; the rank-2k update and the reach are reported."""
+    """The variants give the same predictive (threads bit for bit); the rank-2k update, the
+    reach and the threads' speed-up are reported."""
     (entry,) = run_quick("own_landmark_speed", tmp_path, "--cache", distance_cache)["entries"]
     assert entry["benchmark"] == "one_d" and entry["n_test"] > 0
     assert entry["max_difference_over_scale"] < 1e-10
     assert 0 < entry["low_rank_share_of_points"] < 1  # both paths run on this split
     assert entry["speed_up"] > 0 and entry["runs"]["default"]["seconds"] > 0
+    assert entry["threads_equal"] and entry["thread_speed_up"] > 0
     assert "| one_d | 20 |" in (tmp_path / "own_landmark_speed_quick.md").read_text()
 
 

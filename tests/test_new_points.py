@@ -235,12 +235,78 @@ def test_the_predictive_validates_its_arguments():
         mixture.sample(0)
 
 
+@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto:UserWarning")
+@pytest.mark.parametrize(
+    ("low_rank_share", "n_jobs", "block"),
+    [(2.0, 2, None), (0.0, 2, None), (0.5, -1, None), (0.5, 1, 1), (0.5, 2, 4)],
+    ids=["low-rank in threads", "refactorised in threads", "every CPU", "blocks of 1",
+         "blocks of 4 in threads"],
+)  # fmt: skip
+def test_threads_and_blocks_give_the_same_predictive(low_rank_share, n_jobs, block, monkeypatch):
+    """``n_jobs`` runs the points of a draw in threads: the same numbers bit for bit, on both
+    paths, over several draws (their weights included). The new points go through in blocks of
+    ``_POINTS_PER_BLOCK`` (memory): blocks of 1 and of 4 (6 points: two blocks of 3) give the
+    one-block predictive up to rounding."""
+    monkeypatch.setattr(new_points, "_LOW_RANK_SHARE", low_rank_share)
+    D, y = _points(seed=10)
+    model, gp = _sle_model(D, y)
+    rng = np.random.default_rng(3)
+    idata = az.from_dict(posterior={"radius": rng.uniform(0.4, 0.9, (2, 3)),
+                                    "ls": rng.uniform(0.8, 1.6, (2, 3))})  # fmt: skip
+    one = own_landmark_predictive(idata, gp, NEW[:, None], model=model)
+    if block is not None:
+        monkeypatch.setattr(new_points, "_POINTS_PER_BLOCK", block)
+    many = own_landmark_predictive(idata, gp, NEW[:, None], model=model, n_jobs=n_jobs)
+    for field in ("means", "variances", "log_weights", "pareto_k"):
+        if block is None:
+            np.testing.assert_array_equal(getattr(many, field), getattr(one, field))
+        else:
+            np.testing.assert_allclose(getattr(many, field), getattr(one, field), rtol=1e-12)
+
+
+def test_a_new_factorisation_equals_the_dense_algebra_and_refuses_an_indefinite_one():
+    """``_refactorised_change`` (compiled, without the GIL) against ``numpy.linalg`` on a random
+    covariance whose rows and columns ``K`` change, and a ``LinAlgError`` where the changed
+    covariance is not positive definite."""
+    rng = np.random.default_rng(5)
+    n, K = 12, np.array([2, 5, 9])
+    A = rng.standard_normal((n, n))
+    C = A @ A.T + n * np.eye(n)
+    E = 0.5 * rng.standard_normal((K.size, n))
+    E[:, K] = (E[:, K] + E[:, K].T) / 2  # the changed block stays symmetric
+    changed = C.copy()
+    changed[K] += E
+    changed[:, K] = changed[K].T
+    residual, k_star = rng.standard_normal(n), rng.standard_normal(n)
+    lower = np.linalg.cholesky(C)
+    a_hat, w_hat = np.linalg.solve(lower, residual), np.linalg.solve(lower, k_star)
+    fitted_log_det = np.linalg.slogdet(C)[1]
+    got = new_points._refactorised_change(C, E, K, residual, k_star, fitted_log_det, a_hat,
+                                          w_hat)  # fmt: skip
+    x = np.linalg.solve(changed, np.column_stack([residual, k_star]))
+    log_ratio = (stats.multivariate_normal(np.zeros(n), changed).logpdf(residual)
+                 - stats.multivariate_normal(np.zeros(n), C).logpdf(residual))  # fmt: skip
+    expected = (k_star @ x[:, 0] - w_hat @ a_hat, w_hat @ w_hat - k_star @ x[:, 1], log_ratio)
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+    E[:, K] -= 10 * n * np.eye(K.size)  # pushes the diagonal of C' negative
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        new_points._refactorised_change(C, E, K, residual, k_star, fitted_log_det, a_hat, w_hat)
+
+
 def test_own_landmark_predictive_validates_its_arguments():
     D, y = _points(seed=12)
     model, gp = _sle_model(D, y)
     idata = _one_value()
     with pytest.raises(TypeError, match=r"`idata` must be an arviz\.InferenceData"):
         own_landmark_predictive({"radius": 0.7}, gp, NEW[:, None], model=model)
+    for n_jobs in (0, -2):
+        with pytest.raises(
+            ValueError, match=rf"`n_jobs` must be a positive integer or -1, .*{n_jobs}"
+        ):
+            own_landmark_predictive(idata, gp, NEW[:, None], model=model, n_jobs=n_jobs)
+    for n_jobs in (1.5, True, "2"):
+        with pytest.raises(TypeError, match="`n_jobs` must be an integer"):
+            own_landmark_predictive(idata, gp, NEW[:, None], model=model, n_jobs=n_jobs)
     with pytest.raises(ValueError, match=r"`X_new` must have shape \(n_new >= 1, 1\).*\(6,\)"):
         own_landmark_predictive(idata, gp, NEW, model=model)
     with pytest.raises(ValueError, match=r"`X_new` must hold row numbers .* \[24.5\]"):

@@ -67,7 +67,7 @@ class NutsSettings:
         With ``prediction="own_landmark"`` in :func:`fit_and_score`: about this many posterior
         draws, evenly thinned, are weighed by
         :func:`~pymc_sle.evaluation.new_points.own_landmark_predictive` (one factorisation per
-        test point and draw, or a low-rank update of one).
+        test point and draw, or a low-rank update of one), in ``cores`` threads.
     progressbar : bool
         Show the sampler's progress bar (PyMC's or nutpie's).
     divergence_records : bool
@@ -271,7 +271,7 @@ def fit_and_score(
         else:
             source = _thinned(idata, settings, settings.own_landmark_draws)
             own = {name: own_landmark_predictive(source, gp, X_test, model=model,
-                                                 pred_noise=noise)
+                                                 pred_noise=noise, n_jobs=settings.cores)
                    for name, noise in targets.items()}  # fmt: skip
             count = settings.predictive_draws or settings.chains * settings.draws
             predictive = az.from_dict(posterior_predictive={  # y_test, f_test: two streams

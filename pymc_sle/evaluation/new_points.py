@@ -27,15 +27,21 @@ there a training point loses its landmark to be predicted as a new one). The pre
 columns of the training covariance whose points its bump reaches: where those are ``k`` of the
 ``n``, the fitted factorisation is updated at rank ``2k`` (``O(n^2 k)``; see
 ``_OwnLandmarkPrediction.predict``), where they are most, :math:`C'` is factorised anew
-(``O(n^3)``). Either is per new point and draw: pass a thinned posterior.
+(``O(n^3)``). Either is per new point and draw: pass a thinned posterior. The points of a
+draw are independent, so ``n_jobs`` threads share them (the factorisation is compiled by numba
+without Python's lock), and they go through in blocks of ``_POINTS_PER_BLOCK``, so the memory
+does not grow with their number.
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 import arviz as az
+import numba
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -45,6 +51,7 @@ from scipy import linalg, stats
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
+from pymc_sle._lapack import cholesky_inplace, cholesky_solve_inplace
 from pymc_sle._pymc_compat import build_marginal_likelihood
 from pymc_sle._validation import constant_value
 from pymc_sle.evaluation.loo import (
@@ -162,6 +169,9 @@ _LOW_RANK_SHARE = 0.5
 #: Rows of covariance updates built per call: bounds the memory of one call to a few
 #: ``_ROWS_PER_CALL x n`` matrices.
 _ROWS_PER_CALL = 4096
+#: New points predicted together: bounds the memory of their covariances with the training
+#: points and of their landmarks' bumps to a few ``n x _POINTS_PER_BLOCK`` matrices.
+_POINTS_PER_BLOCK = 2048
 
 
 class _OwnLandmarkPrediction:
@@ -179,14 +189,14 @@ class _OwnLandmarkPrediction:
     :math:`C' - C` for the training points a new point's bump reaches -- the only rows and
     columns its landmark changes, as the difference of two covariances built alike (so that
     terms the landmarks do not touch, a white-noise term in the covariance included, cancel).
-    The algebra on them is in :meth:`predict`."""
+    The algebra on them is in :meth:`predict`. The new points are inputs of both functions, so
+    one compilation serves every block of them (:meth:`points`)."""
 
-    def __init__(self, model, gp, X_new: np.ndarray, jitter: float, pred_noise: bool):
+    def __init__(self, model, gp, jitter: float, pred_noise: bool):
         self.kernels = _landmark_kernels(gp.cov_func)
         X = constant_value(gp.X)
-        n, t, count = X.shape[0], X_new.shape[0], len(self.kernels)
-        self.to_new, self.own = zip(*(_new_landmark_distances(k, X, X_new) for k in self.kernels),
-                                    strict=True) if count else ((), ())  # fmt: skip
+        n, count = X.shape[0], len(self.kernels)
+        X_new = pt.tensor("X_new", dtype=X.dtype, shape=(None, X.shape[1]))
         to_new = [pt.matrix(f"to_new_{j}") for j in range(count)]
         own = [pt.vector(f"own_{j}") for j in range(count)]
         mean, cov = build_marginal_likelihood(gp, gp.X, gp.sigma, jitter)
@@ -203,7 +213,7 @@ class _OwnLandmarkPrediction:
         outputs = [cov, mean, gp.mean_func(X_new), k_star, k_star_star, *train_sq, *delta]
         inputs = _free_inputs(model, outputs)
         self.names = [rv.name for rv in inputs]
-        self._fitted = pm.pytensorf.compile([*inputs, *to_new, *own], outputs,
+        self._fitted = pm.pytensorf.compile([*inputs, X_new, *to_new, *own], outputs,
                                             allow_input_downcast=True)  # fmt: skip
 
         X_rows = pt.tensor("X_rows", dtype=X.dtype, shape=(None, X.shape[1]))
@@ -221,10 +231,18 @@ class _OwnLandmarkPrediction:
             [*inputs, X_rows, rows, points, *train_sq_in, *delta_in], own_rows - fit_rows,
             allow_input_downcast=True, on_unused_input="ignore",
         )  # fmt: skip
-        self.X, self.y, self.n, self.t = X, np.asarray(constant_value(gp.y), float), n, t
+        self.X, self.y, self.n = X, np.asarray(constant_value(gp.y), float), n
 
-    def predict(self, values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        r"""``(means, variances, log_ratios)`` of the new points at one draw's ``values``.
+    def points(self, X_new: np.ndarray) -> tuple:
+        """What :meth:`predict` reads of a block of new points: their inputs and, per landmark
+        kernel, the distances to their landmarks (:func:`_new_landmark_distances`)."""
+        distances = [_new_landmark_distances(k, self.X, X_new) for k in self.kernels]
+        return X_new, [d[0] for d in distances], [d[1] for d in distances]
+
+    def predict(self, values, points, map_=map) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""``(means, variances, log_ratios)`` of a block of new points (:meth:`points`) at one
+        draw's ``values``; each point's change is computed by ``map_`` (a thread pool's ``map``
+        runs points in parallel).
 
         With :math:`C = LL^\top`, :math:`\hat a = L^{-1}(y - m)`, :math:`\hat w = L^{-1}k'_*`
         and :math:`E = C' - C`, non-zero only in the rows and columns :math:`K` the point's bump
@@ -242,9 +260,8 @@ class _OwnLandmarkPrediction:
 
         at :math:`O(n^2 k)` a point; where :math:`2k` exceeds ``_LOW_RANK_SHARE`` of the training
         points, :math:`C'` is factorised instead."""
-        C, mean, mean_new, k_star, k_star_star, *rest = self._fitted(
-            *values, *self.to_new, *self.own
-        )
+        X_new, to_new, own = points
+        C, mean, mean_new, k_star, k_star_star, *rest = self._fitted(*values, X_new, *to_new, *own)
         train_sq, delta = rest[: len(self.kernels)], rest[len(self.kernels) :]
         lower = linalg.cholesky(C, lower=True, check_finite=False)
         residual = self.y - mean
@@ -253,11 +270,22 @@ class _OwnLandmarkPrediction:
         w_hat = inverse @ k_star.T
         means = mean_new + w_hat.T @ a_hat
         variances = k_star_star - np.einsum("ij,ij->j", w_hat, w_hat)
-        log_ratios = np.zeros(self.t)
-        reach = np.zeros((self.n, self.t), dtype=bool)
+        log_ratios = np.zeros(X_new.shape[0])
+        reach = np.zeros((self.n, X_new.shape[0]), dtype=bool)
         for d in delta:
             reach |= d != 0.0
         reached = np.flatnonzero(reach.any(axis=0))
+        fitted_log_det = 2.0 * float(np.sum(np.log(np.diagonal(lower))))
+
+        def change(item):
+            j, K, E = item
+            low_rank = 2 * K.size <= _LOW_RANK_SHARE * self.n
+            found = _low_rank_change(E, K, inverse, a_hat, w_hat[:, j]) if low_rank else None
+            if found is None:
+                found = _refactorised_change(C, E, K, residual, k_star[j], fitted_log_det,
+                                             a_hat, w_hat[:, j])  # fmt: skip
+            return j, found
+
         for chunk in _chunks(reach[:, reached].sum(axis=0), _ROWS_PER_CALL):
             points = reached[chunk]
             rows = [np.flatnonzero(reach[:, j]) for j in points]
@@ -265,18 +293,13 @@ class _OwnLandmarkPrediction:
                 *values, self.X[np.concatenate(rows)], np.concatenate(rows),
                 np.repeat(points, [r.size for r in rows]), *train_sq, *delta,
             )  # fmt: skip
-            start = 0
-            for j, K in zip(points, rows, strict=True):
-                E = updates[start : start + K.size]
-                start += K.size
-                low_rank = 2 * K.size <= _LOW_RANK_SHARE * self.n
-                change = _low_rank_change(E, K, inverse, a_hat, w_hat[:, j]) if low_rank else None
-                if change is None:
-                    change = _refactorised_change(C, E, K, residual, k_star[j], lower, a_hat,
-                                                  w_hat[:, j])  # fmt: skip
-                means[j] += change[0]
-                variances[j] += change[1]
-                log_ratios[j] = change[2]
+            starts = np.cumsum([0, *(K.size for K in rows)])
+            items = [(j, K, updates[starts[i] : starts[i + 1]])
+                     for i, (j, K) in enumerate(zip(points, rows, strict=True))]  # fmt: skip
+            for j, (mean_change, variance_change, log_ratio) in map_(change, items):
+                means[j] += mean_change
+                variances[j] += variance_change
+                log_ratios[j] = log_ratio
         return means, variances, log_ratios
 
 
@@ -314,17 +337,42 @@ def _low_rank_change(E, K, inverse, a_hat, w_hat):
     return -c @ x[:, 0], c @ x[:, 1], 0.5 * (b @ x[:, 0] - np.sum(np.log(np.abs(diagonal))))
 
 
-def _refactorised_change(C, E, K, residual, k_star, lower, a_hat, w_hat):
-    """The same by factorising ``C' = C + E`` anew."""
+def _refactorised_change(C, E, K, residual, k_star, fitted_log_det, a_hat, w_hat):
+    """The same by factorising ``C' = C + E`` anew (``fitted_log_det``: ``log det C``). With
+    ``x = C'^{-1} [y - m, k'_*]``: ``k'^T_* C'^{-1} (y - m)``, ``k'^T_* C'^{-1} k'_*`` and
+    ``(y - m)^T C'^{-1} (y - m)`` are inner products with ``x``; ``a_hat`` and ``w_hat`` give
+    the fitted model's."""
+    log_det, cross, quadratic, fit = _factorised_products(C, E, K, residual, k_star)
+    if not np.isfinite(log_det):
+        raise np.linalg.LinAlgError("the covariance with the new landmark is not positive definite")
+    return (cross - w_hat @ a_hat, w_hat @ w_hat - quadratic,
+            -0.5 * (log_det - fitted_log_det + fit - a_hat @ a_hat))  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True)
+def _factorised_products(C, E, K, residual, k_star):
+    """``(log det C', k'^T_* x_y, k'^T_* x_k, (y - m)^T x_y)`` with ``C'`` = ``C`` whose rows and
+    columns ``K`` are ``C[K] + E``, and ``[x_y, x_k] = C'^{-1} [y - m, k'_*]``; ``log det`` is
+    ``-inf`` where ``C'`` is not positive definite. Compiled without the GIL, so that a thread
+    pool factorises several points at once (SciPy's ``cholesky`` holds it)."""
+    n = C.shape[0]
     changed = C.copy()
-    changed[K] += E
-    changed[:, K] = changed[K].T
-    own = linalg.cholesky(changed, lower=True, check_finite=False)
-    v = linalg.solve_triangular(own, residual, lower=True, check_finite=False)
-    w = linalg.solve_triangular(own, k_star, lower=True, check_finite=False)
-    log_det_change = 2.0 * np.sum(np.log(np.diagonal(own)) - np.log(np.diagonal(lower)))
-    return (w @ v - w_hat @ a_hat, w_hat @ w_hat - w @ w,
-            -0.5 * (log_det_change + v @ v - a_hat @ a_hat))  # fmt: skip
+    for r in range(K.size):
+        for j in range(n):
+            changed[K[r], j] += E[r, j]
+    for r in range(K.size):
+        for j in range(n):
+            changed[j, K[r]] = changed[K[r], j]
+    if cholesky_inplace(changed) != 0:
+        return -np.inf, 0.0, 0.0, 0.0
+    log_det = 0.0
+    for i in range(n):
+        log_det += 2.0 * np.log(changed[i, i])
+    solved = np.empty((2, n))
+    solved[0] = residual
+    solved[1] = k_star
+    cholesky_solve_inplace(changed, solved)
+    return log_det, k_star @ solved[0], k_star @ solved[1], residual @ solved[0]
 
 
 @contextmanager
@@ -402,6 +450,17 @@ def _check_extendable(kernel) -> None:
         )
 
 
+def _threads(n_jobs) -> int:
+    """The number of threads ``n_jobs`` asks for: itself when positive, every CPU for -1."""
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer):
+        raise TypeError(f"`n_jobs` must be an integer, but got {type(n_jobs).__name__}")
+    if n_jobs == -1:
+        return os.cpu_count() or 1
+    if n_jobs < 1:
+        raise ValueError(f"`n_jobs` must be a positive integer or -1, but got {n_jobs}")
+    return int(n_jobs)
+
+
 def own_landmark_predictive(
     idata: az.InferenceData,
     gp: pm.gp.Marginal,
@@ -410,6 +469,7 @@ def own_landmark_predictive(
     model: pm.Model | None = None,
     jitter: float = JITTER_DEFAULT,
     pred_noise: bool = True,
+    n_jobs: int = 1,
 ) -> OwnLandmarkPredictive:
     """The predictive of new points with each its own landmark, as every training point is.
 
@@ -442,6 +502,9 @@ def own_landmark_predictive(
         Added to the training covariance's diagonal, as in ``gp.marginal_likelihood``.
     pred_noise : bool, default True
         Predict noisy observations (``False``: the latent function).
+    n_jobs : int, default 1
+        Threads that update or factorise the training covariance for several new points at
+        once, each with one BLAS thread (``-1``: one per CPU). The results do not depend on it.
 
     Returns
     -------
@@ -456,6 +519,7 @@ def own_landmark_predictive(
     >>> new.coverage(y_test), new.logpdf(y_test).mean()  # doctest: +SKIP
     """
     model = pm.modelcontext(model)
+    threads = _threads(n_jobs)
     _check_posterior_and_gp(idata, gp)
     y = constant_value(gp.y)
     if y is None or y.ndim != 1:
@@ -491,7 +555,8 @@ def own_landmark_predictive(
                 f"`X_new` must index the {kernel.distances.n_points} rows of the distance matrix "
                 f"(0 to {kernel.distances.n_points - 1}), but holds {outside[:3].tolist()}"
             )
-    prediction = _OwnLandmarkPrediction(model, gp, X_new, jitter, pred_noise)
+    prediction = _OwnLandmarkPrediction(model, gp, jitter, pred_noise)
+    blocks = np.array_split(np.arange(len(X_new)), -(-len(X_new) // _POINTS_PER_BLOCK))
     missing = [name for name in prediction.names if name not in idata.posterior]
     if missing:
         raise ValueError(f"`idata.posterior` must hold the model's variables {missing}")
@@ -501,9 +566,13 @@ def own_landmark_predictive(
               for name in prediction.names]  # fmt: skip
     means, variances, log_ratio = np.zeros((3, n_draws, X_new.shape[0]))
     try:
-        with threadpool_limits(limits=1, user_api="blas"):
-            for s in range(n_draws):
-                means[s], variances[s], log_ratio[s] = prediction.predict([v[s] for v in values])
+        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+            map_ = map if threads == 1 else pool.map
+            for columns in blocks:  # the distances of one block at a time, for every draw
+                points = prediction.points(X_new[columns])
+                for s in range(n_draws):
+                    found = prediction.predict([v[s] for v in values], points, map_)
+                    means[s, columns], variances[s, columns], log_ratio[s, columns] = found
     except np.linalg.LinAlgError as error:
         raise ValueError(_NOT_POSITIVE_DEFINITE) from error
     if not np.all(variances > 0.0):
