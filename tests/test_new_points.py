@@ -288,6 +288,10 @@ def test_a_new_factorisation_equals_the_dense_algebra_and_refuses_an_indefinite_
                  - stats.multivariate_normal(np.zeros(n), C).logpdf(residual))  # fmt: skip
     expected = (k_star @ x[:, 0] - w_hat @ a_hat, w_hat @ w_hat - k_star @ x[:, 1], log_ratio)
     np.testing.assert_allclose(got, expected, rtol=1e-10)
+    as_float32 = [a.astype(np.float32) for a in (C, E, residual, k_star)]  # cast for LAPACK
+    got32 = new_points._refactorised_change(*as_float32[:2], K, *as_float32[2:], fitted_log_det,
+                                            a_hat, w_hat)  # fmt: skip
+    np.testing.assert_allclose(got32, expected, rtol=1e-4, atol=1e-5)
     E[:, K] -= 10 * n * np.eye(K.size)  # pushes the diagonal of C' negative
     with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
         new_points._refactorised_change(C, E, K, residual, k_star, fitted_log_det, a_hat, w_hat)

@@ -342,7 +342,8 @@ def _refactorised_change(C, E, K, residual, k_star, fitted_log_det, a_hat, w_hat
     ``x = C'^{-1} [y - m, k'_*]``: ``k'^T_* C'^{-1} (y - m)``, ``k'^T_* C'^{-1} k'_*`` and
     ``(y - m)^T C'^{-1} (y - m)`` are inner products with ``x``; ``a_hat`` and ``w_hat`` give
     the fitted model's."""
-    log_det, cross, quadratic, fit = _factorised_products(C, E, K, residual, k_star)
+    as_float = [np.ascontiguousarray(a, dtype=np.float64) for a in (C, E, residual, k_star)]
+    log_det, cross, quadratic, fit = _factorised_products(*as_float[:2], K, *as_float[2:])
     if not np.isfinite(log_det):
         raise np.linalg.LinAlgError("the covariance with the new landmark is not positive definite")
     return (cross - w_hat @ a_hat, w_hat @ w_hat - quadratic,
@@ -354,7 +355,8 @@ def _factorised_products(C, E, K, residual, k_star):
     """``(log det C', k'^T_* x_y, k'^T_* x_k, (y - m)^T x_y)`` with ``C'`` = ``C`` whose rows and
     columns ``K`` are ``C[K] + E``, and ``[x_y, x_k] = C'^{-1} [y - m, k'_*]``; ``log det`` is
     ``-inf`` where ``C'`` is not positive definite. Compiled without the GIL, so that a thread
-    pool factorises several points at once (SciPy's ``cholesky`` holds it)."""
+    pool factorises several points at once (SciPy's ``cholesky`` holds it); LAPACK's ``dpotrf``
+    needs C-contiguous float64 arrays."""
     n = C.shape[0]
     changed = C.copy()
     for r in range(K.size):
