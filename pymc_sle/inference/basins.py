@@ -276,7 +276,8 @@ def sample_basins(
     TypeError
         If ``priors`` is not what ``sle_priors`` returns.
     ValueError
-        If ``min_mass`` is not in ``[0, 1)``.
+        If ``target_accept`` is given and not in ``(0, 1)``, or ``min_mass`` is not in
+        ``[0, 1)``.
     """
     if target_accept is not None and not 0.0 < target_accept < 1.0:
         raise ValueError(f"`target_accept` must be in (0, 1), but got {target_accept!r}")
