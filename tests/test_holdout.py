@@ -13,6 +13,7 @@ from pymc_sle.evaluation.holdout import (
     _marginal_predictive,
     convergence,
     fit_and_score,
+    holdout_predictive,
 )
 from pymc_sle.evaluation.new_points import own_landmark_predictive
 
@@ -128,3 +129,16 @@ def test_own_landmark_prediction_samples_the_own_landmark_predictive():
     np.testing.assert_array_equal(fit.pareto_k, expected.pareto_k)
     np.testing.assert_allclose(fit.idata.posterior_predictive["y_test"].values[0],
                                expected.sample(30, seed=[4, 0]))  # fmt: skip
+
+    # The same prediction from the posterior alone; and the conditional's, which adds y_test.
+    with pytest.raises(ValueError, match=r"`prediction` must be one of .* but got 'own'"):
+        holdout_predictive(fit.idata, gp, new, settings, model=model, prediction="own")
+    again, pareto_k = holdout_predictive(fit.idata, gp, new, settings, model=model,
+                                         prediction="own_landmark")  # fmt: skip
+    np.testing.assert_array_equal(pareto_k, fit.pareto_k)
+    np.testing.assert_array_equal(again.posterior_predictive["y_test"],
+                                  fit.idata.posterior_predictive["y_test"])  # fmt: skip
+    conditional, none = holdout_predictive(fit.idata, gp, new, settings, model=model)
+    assert none is None and "y_test" in model.named_vars
+    draws = conditional.posterior_predictive["y_test"]
+    assert draws.sizes["chain"] * draws.sizes["draw"] == 2 * 20  # every (80 // 30)-th of 2 x 40

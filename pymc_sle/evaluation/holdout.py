@@ -29,7 +29,7 @@ from pymc_sle.inference.basins import (
 )
 from pymc_sle.inference.priors import SLEPriors
 
-__all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score"]
+__all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score", "holdout_predictive"]
 
 
 #: How ``fit_and_score`` predicts the test points.
@@ -232,8 +232,7 @@ def fit_and_score(
     HoldoutFit
     """
     settings = settings or NutsSettings()
-    if prediction not in _PREDICTIONS:
-        raise ValueError(f"`prediction` must be one of {_PREDICTIONS}, but got {prediction!r}")
+    _check_prediction(prediction)
     start = time.perf_counter()
     watched = [rv.name for rv in model.free_RVs] if priors is None else priors.var_names(model)
     with model, threadpool_limits(limits=1, user_api="blas"):
@@ -259,26 +258,9 @@ def fit_and_score(
             idata = pm.sample(**options)
             idata.posterior.attrs["target_accept"] = options["target_accept"]
         sampling_seconds = time.perf_counter() - start
-        targets = {"y_test": True, **({"f_test": False} if latent else {})}
-        if prediction == "conditional":
-            for name, noise in targets.items():
-                _marginal_predictive(gp, name, X_test, pred_noise=noise)
-            predictive = pm.sample_posterior_predictive(
-                _thinned(idata, settings, settings.predictive_draws), var_names=list(targets),
-                random_seed=settings.seed, progressbar=False,
-            )  # fmt: skip
-            pareto_k = None
-        else:
-            source = _thinned(idata, settings, settings.own_landmark_draws)
-            own = {name: own_landmark_predictive(source, gp, X_test, model=model,
-                                                 pred_noise=noise, n_jobs=settings.cores)
-                   for name, noise in targets.items()}  # fmt: skip
-            count = settings.predictive_draws or settings.chains * settings.draws
-            predictive = az.from_dict(posterior_predictive={  # y_test, f_test: two streams
-                name: new.sample(count, seed=[settings.seed, i])[None]
-                for i, (name, new) in enumerate(own.items())
-            })  # fmt: skip
-            pareto_k = own["y_test"].pareto_k
+        predictive, pareto_k = holdout_predictive(
+            idata, gp, X_test, settings, model=model, latent=latent, prediction=prediction
+        )
     idata.add_groups(posterior_predictive=predictive.posterior_predictive)
     summary, diagnostics = convergence(idata, watched)
     return HoldoutFit(
@@ -290,6 +272,82 @@ def fit_and_score(
         seconds=time.perf_counter() - start,
         pareto_k=pareto_k,
     )
+
+
+def holdout_predictive(
+    idata: az.InferenceData,
+    gp: pm.gp.Marginal,
+    X_test,
+    settings: NutsSettings | None = None,
+    *,
+    model: pm.Model | None = None,
+    latent: bool = False,
+    prediction: str = "conditional",
+) -> tuple[az.InferenceData, np.ndarray | None]:
+    """The posterior predictive of held-out points from a sampled posterior, drawn as
+    :func:`fit_and_score` draws it: ``y_test`` (with noise) and, with ``latent=True``, the
+    noise-free ``f_test``, independently at each test point.
+
+    Use it to predict a posterior :func:`fit_and_score` sampled in the other way, e.g. the
+    own-landmark predictive of a fit scored with ``gp.conditional``'s marginals.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Posterior of ``model``.
+    gp : pymc.gp.Marginal
+        The GP (``pm.gp.Marginal`` or :class:`pymc_sle.gp.Marginal`).
+    X_test : array_like
+        Inputs of the held-out points, in ``gp``'s input format.
+    settings : NutsSettings, optional
+        ``seed``, ``predictive_draws``, ``own_landmark_draws``, ``cores`` (threads of the
+        own-landmark predictive) and ``chains x draws`` (the posterior's size, for thinning), as
+        in :func:`fit_and_score` (default: ``NutsSettings()``).
+    model : pymc.Model, optional
+        The model holding ``gp``'s marginal likelihood; defaults to the model on the context
+        stack. ``prediction="conditional"`` adds the variables ``y_test`` (and ``f_test``) to
+        it, so it predicts once per model.
+    latent : bool, default False
+        Also draw the latent ``f_test``.
+    prediction : {"conditional", "own_landmark"}, default "conditional"
+        As in :func:`fit_and_score`.
+
+    Returns
+    -------
+    predictive : arviz.InferenceData
+        Its group ``posterior_predictive`` holds ``y_test`` (and ``f_test``).
+    pareto_k : numpy.ndarray or None
+        With ``prediction="own_landmark"``, the Pareto shape of each test point's importance
+        weights; ``None`` otherwise.
+    """
+    settings = settings or NutsSettings()
+    _check_prediction(prediction)
+    model = pm.modelcontext(model)
+    targets = {"y_test": True, **({"f_test": False} if latent else {})}
+    if prediction == "conditional":
+        with model, threadpool_limits(limits=1, user_api="blas"):
+            for name, noise in targets.items():
+                _marginal_predictive(gp, name, X_test, pred_noise=noise)
+            predictive = pm.sample_posterior_predictive(
+                _thinned(idata, settings, settings.predictive_draws), var_names=list(targets),
+                random_seed=settings.seed, progressbar=False,
+            )  # fmt: skip
+        return predictive, None
+    source = _thinned(idata, settings, settings.own_landmark_draws)
+    own = {name: own_landmark_predictive(source, gp, X_test, model=model, pred_noise=noise,
+                                         n_jobs=settings.cores)
+           for name, noise in targets.items()}  # fmt: skip
+    count = settings.predictive_draws or settings.chains * settings.draws
+    predictive = az.from_dict(posterior_predictive={  # y_test, f_test: two streams
+        name: new.sample(count, seed=[settings.seed, i])[None]
+        for i, (name, new) in enumerate(own.items())
+    })  # fmt: skip
+    return predictive, own["y_test"].pareto_k
+
+
+def _check_prediction(prediction) -> None:
+    if prediction not in _PREDICTIONS:
+        raise ValueError(f"`prediction` must be one of {_PREDICTIONS}, but got {prediction!r}")
 
 
 def _thinned(idata: az.InferenceData, settings: NutsSettings, draws: int | None):
