@@ -285,8 +285,8 @@ def holdout_predictive(
     prediction: str = "conditional",
 ) -> tuple[az.InferenceData, np.ndarray | None]:
     """The posterior predictive of held-out points from a sampled posterior, drawn as
-    :func:`fit_and_score` draws it: ``y_test`` (with noise) and, with ``latent=True``, the
-    noise-free ``f_test``, independently at each test point.
+    :func:`~pymc_sle.evaluation.holdout.fit_and_score` draws it: ``y_test`` (with noise) and,
+    with ``latent=True``, the noise-free ``f_test``, independently at each test point.
 
     Use it to predict a posterior :func:`fit_and_score` sampled in the other way, e.g. the
     own-landmark predictive of a fit scored with ``gp.conditional``'s marginals.
