@@ -153,3 +153,34 @@ def test_an_explicit_scale_axis_replaces_the_default_one_and_the_other_keeps_n_s
     every_tenth = [slice(None)] * 4
     every_tenth[axis] = slice(None, None, 10)
     np.testing.assert_array_equal(fine.log_density[tuple(every_tenth)], default.log_density)
+
+
+def test_reused_spectra_decompose_each_cell_once_and_change_no_value(data, monkeypatch):
+    """Inside ``reused_spectra`` a second pass over cells of the same (radius, ls) values -- finer
+    scale axes, one more length scale -- decomposes only the new cells' Grams, and its grid equals
+    the one computed without reuse; outside it nothing is kept."""
+    from pymc_sle.inference import grid as grid_module
+
+    D, y = data
+    rows = np.arange(y.size)
+    real, decompositions = grid_module.eigenvalues_and_coordinates, []
+
+    def counted(*args):
+        decompositions.append(args)
+        return real(*args)
+
+    first = grid_posterior(D, rows, y, n_radius=3, n_ls=4, n_scale=5)
+    ls = np.append(first.ls, 2.0 * first.ls[-1])
+    second = dict(radius=first.radius, ls=ls, n_scale=7)
+    fresh = grid_posterior(D, rows, y, **second)
+    monkeypatch.setattr(grid_module, "eigenvalues_and_coordinates", counted)
+    with grid_module.reused_spectra():
+        again = grid_posterior(D, rows, y, n_radius=3, n_ls=4, n_scale=5)
+        assert len(decompositions) == 12
+        reused = grid_posterior(D, rows, y, **second)
+        assert len(decompositions) == 12 + 3  # the new length scale's cells only
+    np.testing.assert_array_equal(again.log_density, first.log_density)
+    np.testing.assert_array_equal(reused.log_density, fresh.log_density)
+    np.testing.assert_array_equal(reused.profile_log_likelihood, fresh.profile_log_likelihood)
+    grid_posterior(D, rows, y, **second)
+    assert len(decompositions) == 12 + 3 + 15  # outside: every cell again

@@ -258,6 +258,45 @@ def test_several_sampled_basins_are_weighed_on_scale_cells_over_their_mass(
     assert [round(b.mass, 2) for b in priors.basins] == [0.6, 0.4]
 
 
+def test_the_weighing_pass_decomposes_no_gram_again(monkeypatch):
+    """The weighing pass has the fine pass's (radius, ls) cells: it reuses their
+    eigendecompositions, and its grid equals one computed from scratch."""
+    from pymc_sle.inference import grid as grid_module
+    from pymc_sle.inference import priors as priors_module
+
+    D, y = _line()
+    real_decompose, decompositions = grid_module.eigenvalues_and_coordinates, []
+
+    def counted(*args):
+        decompositions.append(args)
+        return real_decompose(*args)
+
+    passes = []
+
+    def recorded(*args, **kwargs):  # the real grids, before two_basin_grids reshapes them
+        before = len(decompositions)
+        grid = grid_module.grid_posterior(*args, **kwargs)
+        passes.append((len(decompositions) - before, args, kwargs, grid))
+        return grid
+
+    monkeypatch.setattr(grid_module, "eigenvalues_and_coordinates", counted)
+    monkeypatch.setattr(priors_module, "grid_posterior", two_basin_grids(recorded))
+    monkeypatch.setattr(priors_module, "_noise_reaches_zero", lambda coarse: False)
+    monkeypatch.setattr(priors_module, "MIN_BASIN_MASS", 0.3)
+    with pm.Model(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # several basins: tested above
+        sle_priors(D, np.arange(y.size), y)
+    (coarse, *_), (fine, *_), (weighing, args, kwargs, grid) = passes[:3]
+    cells = {name: sizes["n_radius"] * sizes["n_ls"]
+             for name, sizes in (("coarse", priors_module._START_GRID),
+                                 ("fine", priors_module._FINE_GRID))}  # fmt: skip
+    assert (coarse, fine, weighing) == (cells["coarse"], cells["fine"], 0)
+    before = len(decompositions)
+    fresh = grid_module.grid_posterior(*args, **kwargs)
+    assert len(decompositions) - before == cells["fine"]  # outside the search: every cell again
+    np.testing.assert_array_equal(grid.log_density, fresh.log_density)
+
+
 def _bumps_grid(radius, masses, centres):
     """A synthetic grid whose radius marginal has narrow bumps of ``masses`` at ``centres``
     (log radius), behind dips far deeper than ``BASIN_BARRIER``."""

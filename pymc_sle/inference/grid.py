@@ -26,8 +26,10 @@ are and how much mass each holds (:meth:`GridPosterior.radius_modes`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +47,24 @@ __all__ = ["GridPosterior", "RadiusMode", "grid_posterior"]
 _LOG_2PI = float(np.log(2.0 * np.pi))
 #: Added to the covariance's diagonal, as ``pm.gp.Marginal`` does.
 _JITTER = 1e-6
+#: Inside :func:`reused_spectra`, each ``(radius, ls)`` cell's eigenvalues and coordinates of
+#: ``y``, by the cell's values; outside it, ``None``.
+_SPECTRA: ContextVar[dict | None] = ContextVar("_SPECTRA", default=None)
+
+
+@contextlib.contextmanager
+def reused_spectra():
+    """Within it, :func:`grid_posterior` decomposes each ``(radius, ls)`` cell's Gram once: a
+    later pass with a cell of the same values reuses its eigenvalues and coordinates of ``y``.
+    For passes over the *same* distances, rows, ``y``, landmarks and inner kernel only (cells
+    are known by their values alone): ``sle_priors``' pass that weighs several basins on finer
+    ``eta`` and ``sigma`` cells has the fine pass's radius and length-scale axes, and so
+    decomposes nothing again."""
+    token = _SPECTRA.set({})
+    try:
+        yield
+    finally:
+        _SPECTRA.reset(token)
 
 
 @dataclass(frozen=True)
@@ -332,10 +352,19 @@ def grid_posterior(
     kernel = _kernel_function(inner, inner_kwargs)
     n = y.size
     log_density = np.empty((n_radius, n_ls, eta.size, sigma.size))
+    spectra = _SPECTRA.get()
     for i, r in enumerate(radius):
-        squared = embedding_distances(block, radius=r, squared=True)
+        squared = None
         for j, length in enumerate(ls):
-            eigenvalues, coordinates = eigenvalues_and_coordinates(kernel(squared, length), y)
+            key = (float(r), float(length))
+            spectrum = None if spectra is None else spectra.get(key)
+            if spectrum is None:
+                if squared is None:
+                    squared = embedding_distances(block, radius=r, squared=True)
+                spectrum = eigenvalues_and_coordinates(kernel(squared, length), y)
+                if spectra is not None:
+                    spectra[key] = spectrum
+            eigenvalues, coordinates = spectrum
             z2 = coordinates**2
             variance = eta2 * np.maximum(eigenvalues, 0.0) + sigma2
             log_density[i, j] = -0.5 * (

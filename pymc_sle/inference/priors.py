@@ -29,7 +29,7 @@ from pymc_sle.inference._bounds import (
     target_scale,
 )
 from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
-from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior
+from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior, reused_spectra
 
 __all__ = [
     "Basin",
@@ -66,7 +66,8 @@ _FINE_TAIL = 1e-4
 #: 1.81 % with 48 over the mass range, 1.86 % with 128; split 2's light basin 1.97 % with 64 over
 #: the span, 1.65 % with 48, 1.60 % with 128. One more pass of the fine grid, where
 #: ``sample_basins`` samples more than one basin by default (``MIN_BASIN_MASS``); the maps are
-#: read off it too.
+#: read off it too. It reuses the fine pass's eigendecompositions (``reused_spectra``): only
+#: the sums over the finer ``eta`` and ``sigma`` cells are new.
 WEIGHING_SCALES = 48
 #: The noise *reaches zero* when the coarse grid's marginal of ``sigma`` puts at least this much
 #: mass below a tenth of its median: the GP can interpolate the data, the likelihood stays finite
@@ -237,13 +238,14 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=True)
     noise_at_zero = _noise_reaches_zero(coarse)
     if noise_at_zero:
         axes["sigma"] = np.geomspace(coarse.sigma[0], coarse.sigma[-1], _FINE_NOISE)
-    grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_START_GRID["n_scale"])
-    basins = _radius_basins(grid)
-    if sum(b.mass >= MIN_BASIN_MASS for b in basins) > 1:  # the masses weigh sample_basins' pool
-        scales = {name: over_mass(name, WEIGHING_SCALES) for name in ("eta", "sigma")}
-        axes = scales | axes  # the noise's _FINE_NOISE cells stay where it reaches zero
-        grid = grid_posterior(distances, rows, y, **common, **axes)
+    with reused_spectra():  # the weighing pass reuses the fine pass's (radius, ls) cells
+        grid = grid_posterior(distances, rows, y, **common, **axes, n_scale=_START_GRID["n_scale"])
         basins = _radius_basins(grid)
+        if sum(b.mass >= MIN_BASIN_MASS for b in basins) > 1:  # they weigh sample_basins' pool
+            scales = {name: over_mass(name, WEIGHING_SCALES) for name in ("eta", "sigma")}
+            axes = scales | axes  # the noise's _FINE_NOISE cells stay where it reaches zero
+            grid = grid_posterior(distances, rows, y, **common, **axes)
+            basins = _radius_basins(grid)
     on_quantiles, zoomed = _uses_maps(grid), None
     deep = grid.radius_modes(min_mass=0.0, barrier=BASIN_BARRIER)
     start_basin = _home(grid, deep)
