@@ -387,13 +387,14 @@ def test_inner_choice_quick(run_study):
     assert {r["default_inner"] for r in table} == {"matern32"}  # the 1-D benchmark's own
     for r in table:
         assert 0.0 <= float(r["loo_coverage_dropped"]) <= 1.0
-        assert 0.0 <= float(r["test_picp"]) <= 1.0
+        assert 0.0 <= float(r["test_picp"]) <= 1.0 and 0.0 <= float(r["own_picp"]) <= 1.0
         assert np.isfinite(float(r["loo_elpd_dropped"])) and float(r["ls_median"]) > 0.0
+        assert np.isfinite(float(r["own_nlpd"])) and np.isfinite(float(r["own_pareto_k_max"]))
     choice = json.loads((out / "inner_choice.json").read_text())["loo_choices"]
     chosen = max(table, key=lambda r: float(r["loo_elpd_dropped"]))["inner"]
-    best = min(table, key=lambda r: float(r["nlpd"]))["inner"]
+    best, best_own = (min(table, key=lambda r: float(r[k]))["inner"] for k in ("nlpd", "own_nlpd"))
     assert choice == [dict(benchmark="one_d", split=0, chosen=chosen, default="matern32",
-                           best_nlpd=best)]  # fmt: skip
+                           best_nlpd=best, best_own_nlpd=best_own)]  # fmt: skip
 
 
 def test_new_point_prediction_quick(run_study):

@@ -44,8 +44,14 @@ from benchmarks.studies.common import (
     write_json,
     write_markdown,
 )
-from pymc_sle.evaluation.holdout import HoldoutFit, NutsSettings, fit_and_score
+from pymc_sle.evaluation.holdout import (
+    HoldoutFit,
+    NutsSettings,
+    fit_and_score,
+    holdout_predictive,
+)
 from pymc_sle.evaluation.loo import ExactLOO, exact_loo
+from pymc_sle.evaluation.metrics import evaluate
 
 STUDY_NUTS = NutsSettings(draws=500, tune=500, chains=4, cores=2, seed=1, predictive_draws=500)
 BENCHMARKS = ("one_d", "strings", "teddy_200", "saxs")
@@ -66,6 +72,9 @@ class CheckedFit:
     spec: str
     model: pm.Model
     gp: pm.gp.Marginal
+    X_test: object
+    y_test: np.ndarray  # as scored: less the model's offset
+    settings: NutsSettings
 
 
 def sample_and_check(bench, ctx, model_name: str, settings: NutsSettings) -> CheckedFit:
@@ -86,7 +95,19 @@ def sample_and_check(bench, ctx, model_name: str, settings: NutsSettings) -> Che
         holdout = fit_and_score(model, gp, ctx.X_test, y_test - offset, run, priors=priors)
     start = time.perf_counter()
     loo = exact_loo(holdout.idata, gp, var_name="y", model=model)
-    return CheckedFit(holdout, loo, time.perf_counter() - start, spec, model, gp)
+    return CheckedFit(holdout, loo, time.perf_counter() - start, spec, model, gp, ctx.X_test,
+                      y_test - offset, run)  # fmt: skip
+
+
+def own_landmark_scores(checked: CheckedFit) -> tuple[dict, float]:
+    """A checked fit's test scores with each test point predicted with its own landmark
+    (``holdout_predictive(..., prediction="own_landmark")``, the NUTS benchmark's SLE
+    prediction, from the same posterior) and the largest Pareto shape of its weights."""
+    predictive, pareto_k = holdout_predictive(
+        checked.holdout.idata, checked.gp, checked.X_test, checked.settings,
+        model=checked.model, prediction="own_landmark",
+    )  # fmt: skip
+    return evaluate(predictive, checked.y_test, "y_test"), float(np.max(pareto_k))
 
 
 #: Posterior draws (every k-th) that the LOO with own landmarks dropped reads: it factorises the
