@@ -6,7 +6,6 @@ import argparse
 import os
 import re
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +14,6 @@ __all__ = ["main"]
 
 
 def _demo(args: argparse.Namespace) -> int:
-    # ArviZ announces its coming 1.0 refactor once a day on import: news for its developers'
-    # users, not for someone running a demo. Filtered before PyMC imports it.
-    warnings.filterwarnings("ignore", ".*ArviZ is undergoing a major refactor", FutureWarning)
     from pymc_sle.demo import DemoSettings, run_demo
 
     overrides = {
@@ -97,12 +93,7 @@ def _distances(args: argparse.Namespace) -> int:
             progress=not args.quiet,
         )
     else:
-        try:
-            measures = np.load(args.input, allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise ValueError(
-                f"input {args.input!r} must be a .npy array of shape (n, *grid) ({err})"
-            ) from err
+        measures = _load_measures(args.input)
         engine = {
             "n_jobs": args.jobs,
             "store": args.store,
@@ -126,6 +117,28 @@ def _distances(args: argparse.Namespace) -> int:
     path = result.save(args.out)
     print(f"wrote {path}: {result.shape[0]} x {result.shape[1]} {result.metadata['metric']}")
     return 0
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def _load_measures(path: str) -> np.ndarray:
+    """The images of ``pymc-sle distances wasserstein|sliced``: a ``.npy`` file (``numpy.save``)
+    of shape ``(n, *grid)``; anything else is a ``ValueError`` saying what the file is."""
+    with open(path, "rb") as file:
+        head = file.read(len(_NPY_MAGIC))
+    if head != _NPY_MAGIC:
+        kind = "a .npz archive" if head.startswith(b"PK") else "not in NumPy's .npy format"
+        raise ValueError(
+            f"input {path!r} must be a .npy array of shape (n, *grid) written by numpy.save, "
+            f"but the file is {kind} (it starts with {head!r})"
+        )
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as err:  # object arrays: NumPy refuses to unpickle them
+        raise ValueError(
+            f"input {path!r} must be a .npy array of shape (n, *grid) of numbers ({err})"
+        ) from err
 
 
 def _positive_int(text: str) -> int:
@@ -166,10 +179,28 @@ def _output_file(text: str) -> Path:
     path = Path(text)
     if path.suffix not in (".npz", ".npy"):
         raise argparse.ArgumentTypeError(f"must end in .npz or .npy, got {text!r}")
+    _no_file_above(path, text)
     if not path.parent.is_dir():
         raise argparse.ArgumentTypeError(f"folder {str(path.parent)!r} of {text!r} does not exist")
     if path.is_dir() or not os.access(path.parent, os.W_OK):
         raise argparse.ArgumentTypeError(f"cannot write {text!r}")
+    return path
+
+
+def _no_file_above(path: Path, text: str) -> None:
+    """An output path whose folders include a regular file can never be written."""
+    for folder in path.parents:
+        if folder.is_file():
+            raise argparse.ArgumentTypeError(f"{str(folder)!r} in {text!r} is a file, not a folder")
+
+
+def _output_folder(text: str) -> Path:
+    """``--out`` of the demo: a folder that exists or can be created, checked before any work."""
+    path = Path(text)
+    _no_file_above(path / "x", text)
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not os.access(existing, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write into {str(existing)!r} (for {text!r})")
     return path
 
 
@@ -236,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = _command(
         commands, "demo", "SLE-Matern vs Matern-3/2 on a 1-D function with NUTS (Figure 1)"
     )
-    demo.add_argument("--out", default="sle-demo", help="output folder")
+    demo.add_argument("--out", type=_output_folder, default="sle-demo", help="output folder")
     demo.add_argument("--quick", action="store_true", help="small data and short chains (CI)")
     demo.add_argument("--quiet", action="store_true", help="no sampling progress bars")
     demo.add_argument("--draws", type=_positive_int, help="draws per chain (full demo: 1000)")
@@ -305,11 +336,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_INDEX_OPTIONS = ("--rows", "--cols")
+
+
+def _attach_index_values(argv: list[str]) -> list[str]:
+    """``--rows -1,2`` as ``--rows=-1,2``: argparse takes a value that starts with ``-`` for an
+    option (unless it is a plain negative number) and would report a missing argument, where
+    the user wrote an index list with a negative index, which ``_indices`` names."""
+    out = []
+    for token in argv:
+        if out and out[-1] in _INDEX_OPTIONS and token.startswith("-") and token[1:2].isdigit():
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``pymc-sle`` command with ``argv`` (default: the process's arguments); return its
     exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)  # --help and usage errors exit here, before heavy imports
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(
+        _attach_index_values(argv)
+    )  # --help and usage errors exit here, before heavy imports
     from pymc_sle.distances import MetricError
 
     try:

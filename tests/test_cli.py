@@ -3,12 +3,15 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pymc_sle import DistanceMatrix, __version__
 from pymc_sle.cli import build_parser, main
+
+REFERENCE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "demo"
 
 
 def test_demo_quick_writes_figure_and_scores(tmp_path, capsys):
@@ -24,6 +27,26 @@ def test_demo_quick_writes_figure_and_scores(tmp_path, capsys):
     assert "r_hat" in printed and "held-out scores" in printed and "loo_coverage" in printed
     assert "2 chains x (300 tune + 200 draws), pymc NUTS on 2 cores" in printed  # before sampling
     assert re.search(r"the demo took \d+ s", printed)
+    _check_reference(report, printed)
+
+
+def _check_reference(report: dict, printed: str) -> None:
+    """benchmarks/results/demo/ holds a full run's output: its settings must be the full demo's
+    today, and its table's columns what the demo prints today (the quick run shows them).
+    Rerun ``python -m benchmarks.demo_reference`` when this fails."""
+    from dataclasses import asdict
+
+    from pymc_sle.demo import DemoSettings
+
+    kept = json.loads((REFERENCE / "demo.json").read_text())
+    assert kept["settings"] == json.loads(json.dumps(asdict(DemoSettings.full(progressbar=False))))
+    assert {model: list(scores) for model, scores in kept["results"].items()} == {
+        model: list(scores) for model, scores in report.items()
+    }
+    text = (REFERENCE / "demo_output.txt").read_text()
+    header = re.compile(r"^\s+rmse\s.*$", flags=re.MULTILINE)
+    assert header.search(text).group().split() == header.search(printed).group().split()
+    assert text.startswith("# pymc-sle demo --quiet --out DIR")
 
 
 def test_the_full_demo_shows_progress_and_quiet_hides_it(monkeypatch):
@@ -153,6 +176,10 @@ BAD_INPUTS = {
     "garbage mesh": (["distances", "geodesic", "garbage.obj", "--out", "d.npz"], "garbage.obj"),
     "empty row range": ([*GEODESIC, "--rows", "5:2"], "needs stop > start"),
     "negative rows": ([*GEODESIC, "--rows=-1,2"], "must be >= 0"),
+    "negative rows, spaced": ([*GEODESIC, "--rows", "-1,2"], "must be >= 0, but got [-1]"),
+    "negative cols range": ([*GEODESIC, "--cols", "-2:3"], "must be >= 0, but got [-2, -1]"),
+    "output under a file": ([*GEODESIC[:3], "--out", "int-rows.txt/d.npz"], "is a file"),
+    "demo output under a file": (["demo", "--out", "int-rows.txt/demo"], "is a file, not a"),
     "rows out of range": ([*GEODESIC, "--rows", "0,9"], "`rows` must index the 9 vertices"),
     "missing output folder": ([*GEODESIC[:3], "--out", "no/d.npz"], "folder 'no'"),
     "output suffix": ([*GEODESIC[:3], "--out", "d.txt"], "must end in .npz or .npy"),
@@ -164,7 +191,12 @@ BAD_INPUTS = {
     "missing rows file": ([*GEODESIC, "--rows", "nope.txt"], "does not exist"),
     "bad index spec": ([*SLICED, "--rows", "a-b"], "expected 'start:stop'"),
     "pickled images": (["distances", "wasserstein", "objects.npy", "--out", "d.npz"], ".npy array"),
-    "mesh as images": (["distances", "wasserstein", "grid.obj", "--out", "d.npz"], "grid.obj"),
+    "mesh as images": (
+        ["distances", "wasserstein", "grid.obj", "--out", "d.npz"],
+        "'grid.obj' must be a .npy array of shape (n, *grid) written by numpy.save, but the file "
+        "is not in NumPy's .npy format",
+    ),
+    "text as images": (["distances", "sliced", "int-rows.txt", "--out", "d.npz"], "not in NumPy"),
     "no command": ([], "required"),
     "zero draws": (["demo", "--draws", "0"], "must be a positive integer"),
 }
