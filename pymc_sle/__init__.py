@@ -23,11 +23,27 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import warnings
 from typing import TYPE_CHECKING
 
 from pymc_sle._lazy import lazy_attributes
 
 __version__ = "0.1.0"
+
+#: Two warnings every pip user would see on a first run, hidden when ``pymc_sle`` is imported
+#: first (every other warning stays as it was):
+#:
+#: - ArviZ announces its coming 1.0 refactor on import, once a day (a FutureWarning whose text
+#:   starts with a newline, hence ``(?s)``): news, not a warning about anything called here.
+#: - PyTensor installed by pip finds no BLAS to link its C code to and says that operations
+#:   "will be severely degraded". The SLE likelihood calls LAPACK itself; a linked OpenBLAS
+#:   made no difference to it (``benchmarks/results/size_limits.md``; README, "How large?").
+_QUIET = (
+    (r"(?s)\s*ArviZ is undergoing a major refactor", FutureWarning),
+    (r"PyTensor could not link to a BLAS installation", UserWarning),
+)
+for _message, _category in _QUIET:
+    warnings.filterwarnings("ignore", _message, _category)
 
 if TYPE_CHECKING:  # the public names; imported on first use (see pymc_sle._lazy)
     from pymc_sle import datasets, demo, distances, evaluation, gp, inference, kernels, plotting
@@ -74,5 +90,10 @@ if not any(isinstance(finder, _AliasLoader) for finder in sys.meta_path):
     sys.meta_path.append(_AliasLoader())
 
 
-__getattr__, __dir__, _public = lazy_attributes(__name__, __file__)
+__getattr__, _, _public = lazy_attributes(__name__, __file__)
 __all__ = sorted([*_public, "__version__"])
+
+
+def __dir__() -> list[str]:
+    """The public API only (``dir(pymc_sle)``), not this module's own imports and helpers."""
+    return list(__all__)

@@ -34,6 +34,7 @@ def _type_checking_imports(init_file: str) -> dict[str, tuple[str, str]]:
 def lazy_attributes(package: str, init_file: str):
     """``__getattr__``, ``__dir__`` and ``__all__`` for ``package``, whose public names are the
     imports of the ``if TYPE_CHECKING:`` block in its ``__init__.py`` (``init_file``).
+    ``dir(package)`` lists those names only.
 
     The first access to a name imports its module and caches the value in the package's
     namespace; ``from package import submodule`` entries load the submodule.
@@ -51,7 +52,7 @@ def lazy_attributes(package: str, init_file: str):
         setattr(sys.modules[package], name, value)  # later lookups skip __getattr__
         return value
 
-    def __dir__():
-        return sorted(set(vars(sys.modules[package])) | set(table))
+    def __dir__():  # the public names only, not the ``__init__``'s own imports and helpers
+        return sorted(table)
 
     return __getattr__, __dir__, sorted(table)

@@ -110,3 +110,10 @@ def test_every_public_module_is_an_attribute_of_a_fresh_import():
         "    assert inspect.ismodule(getattr(sle, name)), name\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+@pytest.mark.parametrize("module_name", ["pymc_sle", "pymc_sle.distances"])
+def test_dir_shows_the_public_api_only(module_name):
+    """``dir(pymc_sle)`` is what a user tabs through: no ``sys``, ``importlib``, helpers."""
+    module = importlib.import_module(module_name)
+    assert sorted(dir(module)) == sorted(module.__all__)
