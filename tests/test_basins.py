@@ -161,6 +161,45 @@ def test_target_accept_defaults_to_0_9_with_one_basin_and_0_95_with_several(
     assert (basins.ONE_BASIN_TARGET_ACCEPT, basins.BASINS_TARGET_ACCEPT) == (0.9, 0.95)
 
 
+@pytest.mark.parametrize(
+    "weights, extra, limited",
+    [
+        ((1.0, 0.0), {"cores": 2}, True),  # parallel chains: one BLAS thread each
+        ((0.7, 0.3), {"cores": 2}, True),  # every basin's run
+        ((1.0, 0.0), {"cores": 1}, False),  # one chain at a time keeps the caller's threads
+        ((1.0, 0.0), {"cores": 1, "nuts_sampler": "nutpie"}, True),  # chains as threads
+        ((1.0, 0.0), {"cores": 2, "chains": 1}, False),
+    ],
+)
+def test_parallel_chains_sample_with_one_blas_thread(monkeypatch, weights, extra, limited):
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import pymc_sle.inference.basins as basins
+
+    def blas_threads() -> list[int]:
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    seen = []
+
+    def record(**kwargs):
+        seen.append(blas_threads())
+        shape = (kwargs["chains"], kwargs["draws"])
+        stats = {"diverging": np.zeros(shape, bool)}
+        return az.from_dict(posterior={"x": np.zeros(shape)}, sample_stats=stats)
+
+    monkeypatch.setattr(basins.pm, "sample", record)
+    model, priors = two_wells(weights=weights)
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        assert before and max(before) == 2
+        try:
+            sample_basins(priors, model=model, **{"chains": 2, "draws": 2, **extra})
+        finally:
+            assert blas_threads() == before  # restored afterwards
+    expected = [1] * len(before) if limited else before
+    assert seen and all(threads == expected for threads in seen)
+
+
 def test_sample_basins_validates():
     model, priors = two_wells()
     with pytest.raises(TypeError, match=r"`priors` must be what pymc_sle\.priors\.sle_priors"):

@@ -9,6 +9,7 @@ from scipy import stats
 
 import pymc_sle
 from pymc_sle.priors import (
+    SLEPriors,
     lognormal_between,
     radius_bounds,
     scale_priors,
@@ -182,6 +183,50 @@ def test_sle_priors_prior_start_keeps_pymc_defaults():
     with pm.Model() as model:
         sle_priors(D, np.arange(y.size), y, start="prior")
     assert set(model.initial_point()) == {"radius_log__", "ls_log__", "eta_log__", "sigma_log__"}
+
+
+@pytest.mark.parametrize("start", ["prior", "mode"])
+@pytest.mark.parametrize("inner", ["matern52", "rbf"])
+def test_covariance_is_the_sle_the_priors_were_searched_for(start, inner):
+    """Index and feature mode equal SLE(...) written out by hand with the same inner kernel."""
+    D, y = _line()
+    train = np.arange(0, y.size, 2)
+    landmarks = train[::-1]  # columns, in an order of their own
+    with pm.Model():
+        priors = sle_priors(D, train, y[train], landmarks=landmarks, inner=inner, start=start)
+        by_hand = priors["eta"] ** 2 * pymc_sle.SLE(
+            D, landmarks=landmarks, radius=priors["radius"], ls=priors["ls"], inner=inner
+        )
+        features = D[np.ix_(train, landmarks)]
+        built = [
+            priors.covariance()(train[:, None]),
+            by_hand(train[:, None]),
+            priors.covariance(feature_mode=True)(features),
+        ]
+        other = pymc_sle.SLE(D, landmarks=landmarks, radius=priors["radius"], ls=priors["ls"])
+        values = pm.draw([*built, other(train[:, None])], random_seed=3)
+    np.testing.assert_allclose(values[0], values[1], rtol=1e-12)
+    np.testing.assert_allclose(values[2], values[1], rtol=1e-12)
+    assert not np.allclose(values[0], values[3])  # another inner kernel (or no eta) differs
+    assert priors.kernel["inner"] == inner
+    np.testing.assert_array_equal(priors.kernel["landmarks"], landmarks)
+
+
+def test_covariance_passes_sle_options_and_refuses_what_the_priors_fix():
+    D, y = _line()
+    with pm.Model():
+        priors = sle_priors(D, np.arange(y.size), y, start="prior")
+        by_hand = priors["eta"] ** 2 * pymc_sle.SLE(
+            D, radius=priors["radius"], ls=priors["ls"], amplitude=0.5
+        )
+        X = np.arange(4)[:, None]
+        halved, same = pm.draw([priors.covariance(amplitude=0.5)(X), by_hand(X)], random_seed=1)
+        np.testing.assert_allclose(halved, same, rtol=1e-12)
+        message = r"`covariance\(\)` takes \['inner', 'ls'\] from the priors"
+        with pytest.raises(TypeError, match=message):
+            priors.covariance(inner="rbf", ls=1.0)
+    with pytest.raises(ValueError, match="needs priors made by sle_priors"):
+        SLEPriors({"radius": 1.0}).covariance()
 
 
 def test_sle_priors_rejects_unknown_start():

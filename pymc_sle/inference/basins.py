@@ -29,6 +29,8 @@ started in the 14 % basin lay outside it.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from itertools import pairwise
 
 import arviz as az
@@ -38,6 +40,7 @@ import xarray as xr
 from pymc.distributions.transforms import Interval
 from pymc.logprob.transforms import ChainedTransform
 from pymc.model.transform.conditioning import change_value_transforms
+from threadpoolctl import threadpool_limits
 
 from pymc_sle.inference.priors import MIN_BASIN_MASS, Basin, SLEPriors
 
@@ -89,6 +92,18 @@ def _pool(fits: list[az.InferenceData], weights: np.ndarray, draws: int) -> az.I
         groups[group] = pooled.assign_coords(draw=np.arange(pooled.sizes["draw"]))
     extra = {g: fits[0][g] for g in ("observed_data", "constant_data") if g in fits[0].groups()}
     return az.InferenceData(**groups, **extra), counts
+
+
+def _blas_limit(chains: int, sample_kwargs: dict):
+    """One BLAS thread per process while several chains run at once: otherwise every chain's
+    BLAS starts a thread per core and the chains fight over the cores (the demo's model: 17x
+    slower per leapfrog step on 2 cores, ``benchmarks/results/blas_threads.md``). A single
+    chain at a time keeps the caller's BLAS threads."""
+    cores = sample_kwargs.get("cores") or min(4, os.cpu_count() or 1)
+    threaded = sample_kwargs.get("nuts_sampler", "pymc") != "pymc"  # chains as threads
+    if chains > 1 and (cores > 1 or threaded):
+        return threadpool_limits(limits=1, user_api="blas")
+    return contextlib.nullcontext()
 
 
 def _cuts(basins: list[Basin]) -> list[float]:
@@ -215,6 +230,11 @@ def sample_basins(
     notes). ArviZ's r-hat and ESS of the pooled chains do not measure convergence;
     :func:`basin_diagnostics` gives each basin's.
 
+    When chains run in parallel (``cores`` > 1, or nutpie's and numpyro's threads), sampling
+    runs with one BLAS thread per process (``threadpoolctl``): without it each chain's BLAS
+    starts a thread per core and the chains fight over the cores. There is no need to wrap
+    the call in ``threadpool_limits``.
+
     Parameters
     ----------
     priors : SLEPriors
@@ -224,27 +244,14 @@ def sample_basins(
         Per basin, as in :func:`pymc.sample`.
     target_accept : float, optional
         NUTS's target acceptance rate, in ``(0, 1)``. By default ``ONE_BASIN_TARGET_ACCEPT``
-        (0.9) with one basin and ``BASINS_TARGET_ACCEPT`` (0.95) with several.
-
-        - 0.9, higher than PyMC's 0.8: on the mesh example's model 0.8 gave 47 and 49
-          divergences in 4 x (1000 + 1000), 0.9 gave 3 and 0, with bulk ESS above 800 in all
-          four fits and about 20 % more wall time. It does not remove every divergence: 0.9
-          gave 14 and 0 on the W2-image example's model, 0.8 gave 4 and 1
-          (``benchmarks/results/studies/example_mixing.md``).
-        - 0.95 with several basins, which are sampled with ``eta`` and ``sigma`` on centred log
-          scales rather than on their ridges. There 0.9 left a few divergences in a basin's
-          tail (nutpie, the NUTS benchmark's settings, sampler seeds 1 and 2): 2 and 1 on the
-          strings' split 2 (its ridge basin), 1 and 0 on SAXS split 2 (its main basin); 0.95
-          gave none in any basin, at 1.15-1.23 times the leapfrog steps per draw
-          (``benchmarks/results/studies/basin_divergences.md``).
-        - Raise it to 0.95 when a one-basin fit reports divergences: with nutpie's low-rank
-          mass matrix on Teddy, n = 400, it removed the 3 of split 0 at 1.8 times the
-          leapfrog steps per draw, which is why it is not the default there.
-    min_mass : float, default 0.005
+        (0.9, above PyMC's 0.8, which left divergences on the examples' models) with one basin
+        and ``BASINS_TARGET_ACCEPT`` (0.95) with several, whose chains sample ``eta`` and
+        ``sigma`` on centred log scales (:doc:`/hyperposterior`). Raise it to 0.95 when a
+        one-basin fit reports divergences.
+    min_mass : float, default ``MIN_BASIN_MASS`` (0.005)
         Basins with less posterior mass are not sampled: they lie in the interval of a sampled
-        neighbour, whose weight includes their mass. Each sampled basin costs a run of ``chains``
-        chains: on SAXS split 0 of the NUTS benchmark, the 0.72 % shoulder doubled the sampling
-        time and removed the 2-10 divergences per fit that its neighbour's chains had there.
+        neighbour, whose weight includes their mass. Each sampled basin costs a run of
+        ``chains`` chains.
     random_seed : int, optional
         Seed; basin ``b`` uses ``random_seed + b``.
     model : pymc.Model, optional
@@ -254,10 +261,7 @@ def sample_basins(
         ``nuts_sampler="nutpie"``, ``nuts_sampler_kwargs`` defaults to
         ``{"low_rank_modified_mass_matrix": True}`` (keys you pass win): nutpie then adapts a
         mass matrix with the posterior's correlations -- ``eta`` with ``ls`` above all, which a
-        diagonal one cannot follow. On Teddy, n = 400, split 0 of the NUTS benchmark, 4 x (1000
-        + 1000): 313 s of sampling, 6.4 leapfrog steps per draw, smallest bulk ESS 2,807 and 3
-        divergences, against 1,109 s, bulk ESS 1,156 and 0 divergences with the diagonal one
-        (``benchmarks/results/nuts_convergence.md``).
+        diagonal one cannot follow (:doc:`/how-to/samplers`).
 
     Returns
     -------
@@ -293,7 +297,8 @@ def sample_basins(
     common = dict(draws=draws, tune=tune, chains=chains, target_accept=target_accept,
                   **sample_kwargs)  # fmt: skip
     if len(confined) == 1:
-        idata = pm.sample(random_seed=random_seed, model=model, **common)
+        with _blas_limit(chains, sample_kwargs):
+            idata = pm.sample(random_seed=random_seed, model=model, **common)
         idata.posterior.attrs["target_accept"] = target_accept
         return idata
     basins = [basin for basin, _ in confined]
@@ -302,7 +307,8 @@ def sample_basins(
     fits, diagnostics = [], []
     for b, (_, restricted) in enumerate(confined):
         seed = None if random_seed is None else random_seed + b
-        fit = pm.sample(random_seed=seed, model=restricted, **common)
+        with _blas_limit(chains, sample_kwargs):
+            fit = pm.sample(random_seed=seed, model=restricted, **common)
         fits.append(fit)
         diagnostics.append(worst_values(fit, az.summary(fit, var_names=watched, round_to="none")))
     # A basin too light to sample lies in a sampled one's interval, which holds its mass too.

@@ -27,6 +27,7 @@ from pymc_sle.inference._bounds import (
     radius_bounds,
     suggest_bounds,
     target_scale,
+    training_block,
 )
 from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
 from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior, reused_spectra
@@ -147,6 +148,9 @@ class SLEPriors(dict):
     (highest mass first; empty for ``start="prior"``). :func:`pymc_sle.inference.sample_basins`
     samples each.
 
+    :meth:`covariance` builds the SLE covariance these priors were searched for (the same
+    distances, landmarks and inner kernel), so the inner kernel is named once.
+
     ``scales`` records what the search decided: for each key, the scale NUTS samples it on --
     ``"log"`` (PyMC's default), ``"centred log"`` (a log scale centred at the grid's mode),
     ``"quantile"`` (the grid posterior's quantile scale; ``"capped quantile"`` with the radius
@@ -161,6 +165,7 @@ class SLEPriors(dict):
         radius_cap: float | None = None,
         truncated_mass: float = 0.0,
         scales: dict[str, str] | None = None,
+        kernel: dict | None = None,
     ):
         super().__init__(variables)
         self.basins = tuple(basins)
@@ -169,6 +174,65 @@ class SLEPriors(dict):
         self.radius_cap, self.truncated_mass = radius_cap, float(truncated_mass)
         scales = dict(scales or {})
         self.scales = scales | {name: "log" for name in self if name not in scales}
+        #: What the search assumed of the kernel: ``distances``, ``landmarks`` (column indices),
+        #: ``inner`` and ``inner_kwargs`` (``None`` when built by hand).
+        self.kernel = None if kernel is None else dict(kernel)
+
+    def covariance(self, *, feature_mode: bool = False, **sle_kwargs):
+        """``eta**2 * SLE(...)`` with these priors' radius and length scale, on the distances,
+        landmarks and inner kernel the priors were searched for.
+
+        Parameters
+        ----------
+        feature_mode : bool, default False
+            ``False``: index mode, ``X[:, 0]`` are row indices into the distance matrix given
+            to :func:`sle_priors`. ``True``: feature mode, the ``len(landmarks)`` columns of
+            ``X`` are each point's distances to the landmarks (no distance matrix).
+        **sle_kwargs
+            Other arguments of :class:`pymc_sle.SLE` (``amplitude``, ``shape``,
+            ``radius_max``, ``embedding``, ``active_dims``).
+
+        Returns
+        -------
+        pymc.gp.cov.Covariance
+
+        Raises
+        ------
+        ValueError
+            If the priors were not made by :func:`sle_priors`.
+        TypeError
+            If ``sle_kwargs`` sets what the priors fix (distances, landmarks, radius, ls, inner,
+            inner_kwargs, input_dim).
+        """
+        from pymc_sle.kernels import SLE
+
+        if self.kernel is None:
+            raise ValueError(
+                "`covariance()` needs priors made by sle_priors, which records the distances, "
+                "landmarks and inner kernel; build SLE(...) yourself for these"
+            )
+        fixed = {"distances", "landmarks", "radius", "ls", "inner", "inner_kwargs", "input_dim"}
+        clashing = sorted(fixed & set(sle_kwargs))
+        if clashing:
+            raise TypeError(
+                f"`covariance()` takes {clashing} from the priors (what sle_priors searched "
+                "for); build SLE(...) yourself to change them"
+            )
+        kernel = self.kernel
+        where = (
+            {"input_dim": len(kernel["landmarks"])}
+            if feature_mode
+            else {"distances": kernel["distances"], "landmarks": kernel["landmarks"]}
+        )
+        sle = SLE(
+            **where,
+            radius=self["radius"],
+            ls=self["ls"],
+            inner=kernel["inner"],
+            inner_kwargs=kernel["inner_kwargs"],
+            **sle_kwargs,
+        )
+        return self["eta"] ** 2 * sle
 
     def var_names(self, model: pm.Model, idata=None) -> list[str]:
         """What convergence diagnostics should cover: every free variable of ``model`` (what
@@ -397,124 +461,88 @@ def sle_priors(
     scale_ridges: bool = True,
     cap_radius: bool = True,
 ) -> SLEPriors:
-    """Create sensible priors for an SLE GP in the current PyMC model, and a start for NUTS.
+    """Create priors for an SLE GP in the current PyMC model, and the coordinates NUTS samples.
 
-    - ``radius ~ LogNormal`` with ``mass`` between the radius bounds;
-    - ``ls ~ LogNormal`` with ``mass`` between the embedding-distance bounds;
-    - ``eta ~ HalfNormal(std(y))``: the signal standard deviation (multiply the SLE by ``eta**2``);
-    - ``sigma ~ HalfNormal(std(y))``: the noise standard deviation.
+    The model's priors:
 
-    Bounds come from :func:`suggest_bounds`. The amplitude is left at 1 (see the module notes).
+    - ``radius ~ LogNormal`` with ``mass`` between the radius bounds of :func:`suggest_bounds`;
+    - ``ls ~ LogNormal`` with ``mass`` between its embedding-distance bounds;
+    - ``eta ~ HalfNormal(std(y))``, the signal standard deviation (the SLE is multiplied by
+      ``eta**2``; :meth:`SLEPriors.covariance` builds ``eta**2 * SLE(...)``);
+    - ``sigma ~ HalfNormal(std(y))``, the noise standard deviation.
 
-    **What NUTS samples** (``start="mode"``, ``docs/hyperposterior.md``). The radius posterior is
-    rough: basins separated by dips, and ``log ls`` follows ``log radius`` along a curved ridge.
-    ``sle_priors`` computes the grid posterior (:func:`~pymc_sle.inference.grid_posterior`,
-    ``inner`` as in the model) twice, coarsely over the priors' ranges and finely over where the
-    coarse one puts the mass, and from the fine one builds smooth bijections (the model is
-    unchanged, ``pymc_sle.inference._transforms``):
+    The amplitude is left at 1: with a scalar amplitude the kernel depends on
+    ``amplitude / ls`` only (module notes).
 
-    - the radius is sampled on its grid quantile scale: a standard normal ``u`` mapped onto the
-      grid's radius marginal, so dips between basins become short; the map's lower tail stops
-      within a grid cell of the small-radius wall, where trajectories would otherwise diverge;
-      with ``cap_radius=True`` the map covers only the basin holding the grid's mode (and the
-      lighter ones below it), and the radius is capped softly below the next basin up, and in
-      any case where ``u`` reaches 6, see ``cap_radius``; where the fine grid resolves that
-      basin with fewer than 2 cells per posterior sd, the map comes from one more grid pass
-      zoomed onto it (``SLEPriors.scales``: ``"capped quantile, zoomed"``): a map from cells
-      wider than the posterior has kinks NUTS takes small steps for (Teddy n = 400, split 1:
-      10.4 leapfrog steps per draw; zoomed, 7.2 and twice the ESS per gradient);
-    - ``ls`` is the deterministic ``exp(ridge(log radius)) * ls_rel``, with ``ridge`` the grid's
-      mean of ``log ls`` given the radius and ``ls_rel | radius ~ LogNormal(mu - ridge, sigma)``.
-      ``ls`` keeps exactly its ``LogNormal(mu, sigma)`` prior, independent of the radius; NUTS
-      samples ``ls_rel`` (named ``f"{names['ls']}_rel"``), which does not follow the radius;
-    - ``eta`` and ``sigma`` as ratios to floored ridges of their own (``scale_ridges``, below);
-      with ``scale_ridges=False``, on log scales centred at the grid's mode;
-    - when the noise *reaches zero* (the coarse grid puts 0.5 % of the noise's mass or more
-      below a tenth of its median: the GP can interpolate the data), ``sigma`` (or
-      ``sigma_rel``) is sampled on its quantile scale instead, as the radius is, from a fine
-      grid with 96 noise cells: on a log scale the tail towards 0 is many times longer than the
-      bulk, and chains explore it slowly (SAXS split 1: r-hat 1.02 and bulk ESS 332 on
-      ``sigma``; on its quantile scale, r-hat <= 1.005 and bulk ESS >= 963 over all variables
-      on SAXS's three splits);
-    - every chain starts at the grid's mode, jittered by about a posterior standard deviation.
+    **What NUTS samples** (``start="mode"``). The radius posterior can be rough -- basins
+    separated by dips -- and ``log ls`` follows ``log radius`` along a curved ridge. A grid
+    posterior of the same model (:func:`~pymc_sle.inference.grid_posterior`, with the ``inner``
+    kernel given here) finds where the mass is, and smooth changes of variable make it easy to
+    sample, without changing the model (:doc:`/hyperposterior` explains each choice):
 
-    When basins behind dips deeper than 3 nats each hold at least 1 % of the mass, the radius's
-    quantile scale is not used (squeezed dips become trenches where NUTS diverges): the radius,
-    ``eta`` and ``sigma`` are sampled on log scales centred at the coarse grid's mode, in units of
-    half a grid cell (radius) or their posterior spread, ``ls`` relative to its ridge as above,
-    and :func:`pymc_sle.inference.sample_basins` samples every basin.
+    - the radius on the grid's quantile scale (a standard normal mapped onto its marginal), or,
+      when several basins behind deep dips hold mass, on a log scale centred at the grid's mode;
+    - ``ls``, ``eta`` and ``sigma`` as ratios ``ls_rel``, ``eta_rel``, ``sigma_rel`` to their
+      ridges given the radius (``priors["ls"]`` etc. are then deterministics with exactly the
+      priors above); with ``scale_ridges=False``, ``eta`` and ``sigma`` on centred log scales;
+    - the noise on its quantile scale when its posterior reaches down to zero;
+    - every chain starting at the grid's mode, jittered.
 
-    Basins behind dips deeper than 3 nats (``BASIN_BARRIER``), and shoulders (less than 5 % of
-    the mass behind dips deeper than 1.5 nats), that hold at least 0.1 % of the mass are listed
-    in ``basins``, and a warning names them when those outside the start's hold
-    more than 1 %; :func:`pymc_sle.inference.sample_basins` samples each holding at least 0.5 %
-    and pools them by their grid mass (it is ``pm.sample`` when there is one). When two or more
-    hold at least 1 %, their masses come from one more pass over the fine grid with 64 cells
-    (instead of 16) for each of ``eta`` and ``sigma``. The two grids cost
-    2,048 eigendecompositions of the ``n x n`` training Gram matrix: with one BLAS thread, about
-    1 s at n = 50, 8 s at n = 200 and 40 s at n = 400 (plus a few seconds, once per process, to
-    compile the kernel); with several basins, and for a zoomed radius map, one more pass each
-    costs 1,280 more. ``start="prior"`` gives the first release's model: ``ls`` sampled
-    directly, chains started at the prior medians, jittered; ``scale_ridges`` and ``cap_radius``
-    do not apply to it.
+    Basins of the radius posterior are listed in ``basins`` (peak, mass, extent, start) for
+    :func:`pymc_sle.inference.sample_basins`, which samples each; a ``UserWarning`` names them
+    when those outside the start's hold more than 1 % of the mass. The grid costs about 2,000
+    eigendecompositions of the ``n x n`` training Gram matrix (README, "How large?").
+    ``start="prior"`` gives plain log scales and PyMC's default start, without the search.
 
     Parameters
     ----------
     distances, rows, y, landmarks
-        As in :func:`suggest_bounds`.
+        As in :func:`suggest_bounds`: the distance matrix, the training rows, their
+        observations and the landmark columns (default: every column).
     mass : float, default 0.95
         Prior probability between the bounds.
     names : dict, optional
         Renames variables, e.g. ``{"radius": "r"}``; keys are ``radius``, ``ls``, ``eta``,
-        ``sigma``. The sampled ratios ``ls_rel``, ``eta_rel`` and ``sigma_rel`` are named
-        ``f"{names[key]}_rel"`` after them.
+        ``sigma``. The sampled ratios are named ``f"{names[key]}_rel"`` after them.
     inner, inner_kwargs
-        The SLE's inner kernel, as for :class:`pymc_sle.SLE`: where the search looks.
+        The SLE's inner kernel, as for :class:`pymc_sle.SLE`: the grid searches that kernel's
+        posterior, and :meth:`SLEPriors.covariance` uses it.
     start : {"mode", "prior"}, default "mode"
-        Where NUTS chains start; see above.
+        Where NUTS chains start, and on which scales; see above.
     scale_ridges : bool, default True
         Sample ``eta`` and ``sigma`` relative to ridges of their own, as ``ls`` is (only where
-        the radius is on its quantile scale): ``eta = exp(ridge_eta(log radius)) * eta_rel``
-        with ``eta_rel | radius ~ HalfNormal(std(y) * exp(-ridge_eta))``, so ``eta`` keeps
-        exactly its ``HalfNormal(std(y))`` prior; the same for ``sigma``. NUTS then samples
-        ``eta_rel`` and ``sigma_rel``, and ``eta`` and ``sigma`` are deterministics. These
-        ridges are *floored*: they follow the grid's conditional mean only where it rises above
-        the grid posterior's mean (``pymc_sle/inference/_transforms.py``), i.e. where the GP
-        gives way to noise, at the small-radius wall and at large radii, where divergent
-        trajectories went. On the strings benchmark's split 0 it took nutpie from 1-4
-        divergences per fit to none (sampler seeds 1-3), and the gallery's W2-image model kept
-        none (seeds 1-5), where unfloored ridges gave 2-8 (``docs/hyperposterior.md``).
-        ``False`` samples them on centred log scales (the default before).
+        the radius is on its quantile scale). The ridges are floored: they follow the grid's
+        conditional mean only where it rises above the posterior mean, where the GP gives way to
+        noise.
     cap_radius : bool, default True
-        Where the radius is on its quantile scale, build the map over the fine grid's basin
-        holding its mode (behind dips deeper than 3 nats) and cap the radius softly below the
-        next basin up, geometrically halfway between their outermost cells, and in any case
-        where the quantile scale ``u`` reaches 6 (the map's last knot), provided the grid's
-        mass above the cap (the fine grid's, plus the coarse grid's beyond) is below 0.5 %, the
-        smallest basin :func:`~pymc_sle.inference.sample_basins` samples. A map over a light far
-        basin squeezes the dip before it into a trench, and its linear tail beyond the knots
-        reaches radii where the GP gives way to noise; divergent trajectories started from both
-        (Teddy n = 400, ``docs/hyperposterior.md``). A cap at the fine grid's top instead of the
-        last knot sat at ``u`` = 2.8 on the W2-image example, where a chain went down to
-        ``eta`` = 7e-4 (0.28 uncapped) and r-hat rose to 1.038 (1.008 uncapped). The cap
-        truncates the model's radius: the sampled posterior is the model's restricted to
-        ``radius < radius_cap``, which loses ``truncated_mass`` of it (reported on the result,
-        and in a warning from 0.1 %); basins above the cap are dropped from ``basins``.
+        Where the radius is on its quantile scale, cap it softly below the next basin up from
+        the start's, provided the grid's mass above the cap is below ``MIN_BASIN_MASS`` (the
+        smallest basin :func:`~pymc_sle.inference.sample_basins` samples). The sampled posterior
+        is then the model's restricted to ``radius < radius_cap``, which loses
+        ``truncated_mass`` of it (on the result; a warning from a tenth of ``MIN_BASIN_MASS``).
         Forward draws (``pm.sample_prior_predictive``) still come from the untruncated prior.
-        ``False`` keeps the map over every basin, uncapped.
+        ``False`` keeps every basin, uncapped.
 
     Returns
     -------
     SLEPriors
-        A dict ``{"radius", "ls", "eta", "sigma"}`` mapped to the new random variables, whose
-        ``basins`` attribute lists the radius basins (peak, mass, extent, start) for
-        :func:`pymc_sle.inference.sample_basins`, ``radius_cap`` the radius's upper bound in
-        the sampled model (``None``: none) and ``truncated_mass`` the grid's mass above it.
+        A dict ``{"radius", "ls", "eta", "sigma"}`` of the new random variables, with
+        ``basins``, ``radius_cap`` (``None``: none), ``truncated_mass``, ``scales`` (the scale
+        each variable is sampled on) and ``kernel`` (what the search assumed:
+        distances, landmarks, inner kernel).
+
+    Raises
+    ------
+    ValueError
+        If ``start`` is not ``"mode"`` or ``"prior"``, or the data are invalid (as for
+        :func:`suggest_bounds`).
+    TypeError
+        If ``scale_ridges`` or ``cap_radius`` is not a bool.
 
     Examples
     --------
     >>> import numpy as np, pymc as pm
-    >>> from pymc_sle.priors import sle_priors
+    >>> from pymc_sle.inference.priors import sle_priors
     >>> x = np.linspace(0, 1, 20)
     >>> D = np.abs(x[:, None] - x[None, :])
     >>> with pm.Model():
@@ -531,6 +559,13 @@ def sle_priors(
     for name in _ON_RIDGES:
         names.setdefault(f"{name}_rel", f"{names[name]}_rel")
     bounds = suggest_bounds(distances, rows, y, landmarks=landmarks)
+    matrix, _, landmark_columns = training_block(distances, rows, landmarks)
+    kernel = {
+        "distances": matrix,
+        "landmarks": landmark_columns,
+        "inner": inner,
+        "inner_kwargs": inner_kwargs,
+    }
     radius_prior = lognormal_between(*bounds.radius, mass)
     ls_prior = lognormal_between(*bounds.ls, mass)
     scale = target_scale(y)
@@ -541,7 +576,8 @@ def sle_priors(
                 "ls": pm.LogNormal(names["ls"], **ls_prior),
                 "eta": pm.HalfNormal(names["eta"], sigma=scale),
                 "sigma": pm.HalfNormal(names["sigma"], sigma=scale),
-            }
+            },
+            kernel=kernel,
         )
 
     search = _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=cap_radius)
@@ -631,7 +667,7 @@ def sle_priors(
               {names[k]: v for k, v in sampled(grid.mode((b.low, b.high))).items()})
         for b in found
     )  # fmt: skip
-    return SLEPriors(variables, basins, cap, truncated, _scales(search, ridges, cap))
+    return SLEPriors(variables, basins, cap, truncated, _scales(search, ridges, cap), kernel)
 
 
 def _scales(search: _Search, ridges: dict[str, Ridge], cap: float | None) -> dict[str, str]:
