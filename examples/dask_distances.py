@@ -22,11 +22,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 from dask.distributed import Client, LocalCluster
 
 from pymc_sle.datasets import coarsen, saxs_images
 from pymc_sle.distances import wasserstein
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
 
 
 def main() -> None:
@@ -42,15 +46,28 @@ def main() -> None:
 
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
         with Client(cluster) as client:
-            print(client)
+            print(f"local Dask cluster: {len(client.scheduler_info()['workers'])} workers")
             for attempt in ("first run", "rerun (resumes from the store)"):
                 start = time.perf_counter()
-                W2 = wasserstein(images, cols=landmarks, spacing=4.0, client=client,
-                                 store=store, chunk_size=10, progress=False)  # fmt: skip
+                W2 = wasserstein(
+                    images,
+                    cols=landmarks,
+                    spacing=4.0,
+                    client=client,
+                    store=store,
+                    chunk_size=10,
+                    progress=False,
+                )
                 print(f"{attempt}: {W2.values.shape} block in {time.perf_counter() - start:.2f} s")
-    print(f"chunks kept in {store}: {len(list(store.glob('*.npy')))}")
+    print(f"chunks kept in the store: {len(list(store.glob('*.npy')))}")
     W2.save(store.parent / "w2.npz")  # load later with pymc_sle.DistanceMatrix.load
-    print(f"saved {store.parent / 'w2.npz'}")
+    print("saved w2.npz beside the store")
+
+    # The block: every image (rows) to the landmark images (columns).
+    fig, ax = plt.subplots(figsize=(6, 5), constrained_layout=True)
+    shown = ax.imshow(W2.values, aspect="auto", cmap="viridis")
+    ax.set(xlabel="landmark image", ylabel="image", title="exact W2 to the landmark images")
+    fig.colorbar(shown, ax=ax, label="W2")
 
 
 if __name__ == "__main__":  # Dask's worker processes may re-import this module

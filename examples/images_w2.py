@@ -13,15 +13,18 @@ Run: ``python examples/images_w2.py [--quick] [--n-images 150]``"""
 
 import argparse
 
+import matplotlib
 import numpy as np
 import pymc as pm
-from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
 from pymc_sle.baselines import DistanceCovariance
 from pymc_sle.datasets import coarsen, saxs_images
 from pymc_sle.diagnostics import psd_report
 from pymc_sle.distances import wasserstein
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--quick", action="store_true", help="few images, short chains, for CI")
@@ -64,9 +67,9 @@ with pm.Model() as model:
     mean = pm.gp.mean.Constant(pm.Normal("mean", y_train.mean(), 2.0 * y_train.std()))
     gp = sle.gp.Marginal(mean_func=mean, cov_func=cov)
     gp.marginal_likelihood("y", X=train[:, None], y=y_train, sigma=priors["sigma"])
-    with threadpool_limits(limits=1, user_api="blas"):  # pm.sample when the radius has one basin
-        idata = sle.inference.sample_basins(priors, draws=draws, tune=draws, chains=chains,
-                                            cores=2, random_seed=1)  # fmt: skip
+    idata = sle.inference.sample_basins(  # pm.sample when the radius has one basin
+        priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1
+    )
     gp.conditional("y_test", Xnew=test[:, None], pred_noise=True)
     pm.sample_posterior_predictive(
         idata, var_names=["y_test"], extend_inferencedata=True, random_seed=2
@@ -78,3 +81,13 @@ scores = sle.metrics.evaluate(idata, y_test, "y_test")
 print({k: round(float(v), 3) for k, v in scores.items()})
 baseline = float(np.sqrt(np.mean((y_test - y_train.mean()) ** 2)))
 print(f"predicting the training mean instead: RMSE {baseline:.3f}")
+
+# %%
+# Predicted against observed, with the 95 % predictive intervals.
+fig, ax = plt.subplots(figsize=(5.5, 5), constrained_layout=True)
+predicted = idata.posterior_predictive["y_test"].stack(sample=("chain", "draw"))
+lower, upper = predicted.quantile([0.025, 0.975], "sample").values
+centre = predicted.mean("sample").values
+ax.errorbar(y_test, centre, yerr=[centre - lower, upper - centre], fmt="o", ms=3, alpha=0.7)
+ax.axline((y_test.min(), y_test.min()), slope=1, color="k", lw=1)
+ax.set(xlabel="observed y", ylabel="predictive mean and 95 % interval", title="held-out images")

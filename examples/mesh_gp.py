@@ -18,7 +18,6 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pymc as pm
-from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
 from pymc_sle.datasets import matern_field
@@ -67,9 +66,10 @@ with pm.Model() as model:
     gp.marginal_likelihood("y", X=train[:, None], y=y_train, sigma=priors["sigma"])
     # Every radius basin, its chains confined to it, pooled by mass (pm.sample when there is one),
     # with target_accept 0.9 (sample_basins's default).
-    with threadpool_limits(limits=1, user_api="blas"):
-        idata = sle.inference.sample_basins(priors, draws=draws, tune=draws, chains=chains,
-                                            cores=2, random_seed=2)  # fmt: skip
+    # Parallel chains run with one BLAS thread each.
+    idata = sle.inference.sample_basins(
+        priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=2
+    )
 
 # %%
 # Predict the latent field on every vertex, averaging over the posterior draws.
@@ -96,10 +96,10 @@ for i, (title, values) in enumerate(
 ):
     ax = fig.add_subplot(1, 3, i + 1, projection="3d")
     limits = tuple(np.percentile(field.f, [1, 99])) if i < 2 else None
-    plot_mesh_field(ax, mesh.vertices, mesh.faces, values, limits=limits,
-                    cmap="viridis" if i < 2 else "magma")  # fmt: skip
+    cmap = "viridis" if i < 2 else "magma"
+    plot_mesh_field(ax, mesh.vertices, mesh.faces, values, limits=limits, cmap=cmap)
     ax.set_title(title)
 fig.tight_layout()
 args.out.mkdir(parents=True, exist_ok=True)
 fig.savefig(args.out / "mesh_gp.png", dpi=110)
-print(f"saved {args.out / 'mesh_gp.png'}")
+print("saved mesh_gp.png into the --out folder")

@@ -13,13 +13,16 @@ Run: ``python examples/new_data_after_fit.py [--quick]``"""
 import argparse
 import time
 
+import matplotlib
 import numpy as np
 import pymc as pm
-from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
 from pymc_sle.datasets import coarsen, saxs_images
 from pymc_sle.distances import wasserstein
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--quick", action="store_true", help="few images, short chains, for CI")
@@ -52,10 +55,9 @@ with pm.Model() as model:
     mean = pm.gp.mean.Constant(pm.Normal("mean", y_train.mean(), 2.0 * y_train.std()))
     gp = sle.gp.Marginal(mean_func=mean, cov_func=cov)
     gp.marginal_likelihood("y", X=W_train.values, y=y_train, sigma=priors["sigma"])
-    with threadpool_limits(limits=1, user_api="blas"):
-        idata = sle.inference.sample_basins(
-            priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1
-        )
+    idata = sle.inference.sample_basins(  # one BLAS thread per parallel chain, by itself
+        priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1
+    )
     # A placeholder for inputs to come: one row of the right width.
     X_new = pm.Data("X_new", W_train.values[:1])
     gp.conditional("y_new", Xnew=X_new, pred_noise=True)
@@ -92,3 +94,17 @@ print(f"predicting the training mean instead: RMSE {baseline:.3f}")
 # Keep one matrix of every image's distances to the landmarks, for the next refit.
 everything = W_train.append(W_new)
 print(f"distances to the landmarks, training then new rows: {everything.shape}")
+
+# %%
+# Predicted against observed, with the 95 % predictive intervals.
+fig, ax = plt.subplots(figsize=(5.5, 5), constrained_layout=True)
+predicted = draws_new.stack(sample=("chain", "draw"))
+lower, upper = predicted.quantile([0.025, 0.975], "sample").values
+centre = predicted.mean("sample").values
+ax.errorbar(y_new, centre, yerr=[centre - lower, upper - centre], fmt="o", ms=3, alpha=0.7)
+ax.axline((y_new.min(), y_new.min()), slope=1, color="k", lw=1)
+ax.set(
+    xlabel="observed y",
+    ylabel="predictive mean and 95 % interval",
+    title="images that arrived after the fit",
+)

@@ -1,6 +1,6 @@
 r"""
-A non-stationary SLE kernel -- a per-landmark radius given by a parametric field
-================================================================================
+A non-stationary SLE kernel: a per-landmark radius given by a parametric field
+==============================================================================
 
 The paper's non-stationary SLE lets every landmark j have its own bump radius r_j. Free radii
 for hundreds of landmarks overfit and sample badly; a low-dimensional *field* over the inputs
@@ -92,4 +92,4 @@ for ax, stationary in zip(axes[:2], (True, False), strict=True):
 fig.tight_layout()
 args.out.mkdir(parents=True, exist_ok=True)
 fig.savefig(args.out / "nonstationary.png", dpi=110)
-print(f"saved {args.out / 'nonstationary.png'}")
+print("saved nonstationary.png into the --out folder")

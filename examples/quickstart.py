@@ -12,11 +12,15 @@ between strings: replace ``data.distances`` with your own matrix.
 import argparse
 
 import arviz as az
+import matplotlib
+import numpy as np
 import pymc as pm
-from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
 from pymc_sle.datasets import one_dimensional
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--quick", action="store_true", help="short chains, for CI")
@@ -36,28 +40,26 @@ X_train, X_test = data.train[:, None], data.test[:, None]
 # model is unchanged; ``priors["ls"]`` is a deterministic of the sampled ``ls_rel``).
 with pm.Model() as model:
     # Radius and length scale priors from data-adaptive bounds; HalfNormal signal and noise.
-    priors = sle.priors.sle_priors(data.distances, data.train, data.y_train, landmarks=data.train)
-    cov = priors["eta"] ** 2 * sle.SLE(
-        data.distances,
-        landmarks=data.train,  # every training point is a landmark, as in the paper
-        radius=priors["radius"],
-        ls=priors["ls"],
-        inner="matern32",
+    # Every training point is a landmark, as in the paper: ``landmarks`` are column indices.
+    priors = sle.priors.sle_priors(
+        data.distances, data.train, data.y_train, landmarks=data.train, inner="matern32"
     )
-    # Drop-in for pm.gp.Marginal whose likelihood gradient costs one Cholesky, not several.
-    gp = sle.gp.Marginal(cov_func=cov)
+    # eta**2 * SLE(distances, landmarks, radius, ls, inner) as the priors were searched for, in
+    # a drop-in for pm.gp.Marginal whose likelihood gradient costs one Cholesky, not several.
+    gp = sle.gp.Marginal(cov_func=priors.covariance())
     gp.marginal_likelihood("y", X=X_train, y=data.y_train, sigma=priors["sigma"])
 
-    # One BLAS thread per chain: parallel chains otherwise fight over the cores. sample_basins is
-    # pm.sample when the radius posterior has one basin, and samples and pools them otherwise.
-    with threadpool_limits(limits=1, user_api="blas"):
-        idata = sle.inference.sample_basins(
-            priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1
-        )
+    # pm.sample when the radius posterior has one basin; otherwise every basin, pooled. Parallel
+    # chains run with one BLAS thread each.
+    idata = sle.inference.sample_basins(
+        priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1
+    )
 
     # Predictions at the test points, for every posterior draw.
     gp.conditional("y_test", Xnew=X_test, pred_noise=True)
-    pm.sample_posterior_predictive(idata, var_names=["y_test"], extend_inferencedata=True)
+    pm.sample_posterior_predictive(
+        idata, var_names=["y_test"], extend_inferencedata=True, random_seed=2
+    )
 
 # %%
 # Convergence diagnostics (r-hat near 1, effective sample sizes in the hundreds) and scores on
@@ -96,3 +98,23 @@ lower, upper = predictive.interval(0.95)  # per test point, for plots and report
 print(f"mean width of the 95 % intervals: {(upper - lower).mean():.3f}")
 print(f"test coverage, each test point its own landmark: {predictive.coverage(data.y_test):.3f}")
 print(f"its NLPD: {-predictive.logpdf(data.y_test).mean():.3f}")
+
+# %%
+# Both predictives of the test points: ``gp.conditional``'s and each point's own landmark's.
+x = data.coordinates[:, 0]
+order = np.argsort(x[data.test])
+conditional = idata.posterior_predictive["y_test"].stack(sample=("chain", "draw"))
+bands = {
+    "gp.conditional": conditional.quantile([0.025, 0.975], "sample").values,
+    "own landmark": np.array(predictive.interval(0.95)),
+}
+fig, ax = plt.subplots(figsize=(8, 4), constrained_layout=True)
+for (name, (low, high)), colour in zip(bands.items(), ("C0", "C1"), strict=True):
+    label = f"95 % interval of y, {name}"
+    ax.fill_between(
+        x[data.test][order], low[order], high[order], alpha=0.3, color=colour, label=label
+    )
+ax.plot(x[data.train], data.y_train, "o", color="C3", ms=3.5, label="training data")
+ax.plot(x[data.test][order], data.y_test[order], ".", color="k", ms=3, label="test data")
+ax.set(xlabel="x", ylabel="y", title="SLE-Matérn-3/2 on 40 noisy points")
+ax.legend(fontsize="small")

@@ -14,12 +14,16 @@ Run: ``python examples/strings_classification.py [--quick]``"""
 
 import argparse
 
+import matplotlib
 import numpy as np
 import pymc as pm
 from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
 from pymc_sle.distances import edit_distance, pairwise
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--quick", action="store_true", help="fewer strings, short chains, for CI")
@@ -83,3 +87,11 @@ brier = float(np.mean((p_test - labels[test]) ** 2))
 print(pm.stats.summary(idata, var_names=["radius", "ls", "eta"], kind="diagnostics"))
 print(f"test accuracy {accuracy:.3f} (label noise caps it near 0.9), Brier score {brier:.3f}")
 print(f"ancestor-only accuracy {np.mean(ancestor[test] == labels[test]):.3f}")
+
+# %%
+# The test strings' class probabilities, by their true class.
+fig, ax = plt.subplots(figsize=(6, 3.5), constrained_layout=True)
+for label in (0, 1):
+    ax.hist(p_test[labels[test] == label], bins=20, range=(0, 1), alpha=0.6, label=f"class {label}")
+ax.set(xlabel="posterior P(class 1)", ylabel="test strings", title="held-out strings")
+ax.legend()
