@@ -109,7 +109,11 @@ def _figure(data: IndexedRegressionData, fits: dict[str, HoldoutFit], path: Path
             x_train=x[data.train],
             y_train=data.y_train,
             truth=data.f_test[order],
-            title=(f"{name}: RMSE {m['rmse']:.3f}, CRPS {m['crps']:.3f}, PICP {m['picp']:.3f}"),
+            title=(
+                f"{name}: band of the latent f\nscores on the noisy test y: RMSE {m['rmse']:.3f}, "
+                f"CRPS {m['crps']:.3f}, PICP {m['picp']:.3f}"
+            ),
+            ylabel="f(x), y",
         )
     plot_bump_profile(axes[2], fits[SLE_NAME].idata.posterior["radius"].values)
     fig.savefig(path, dpi=120)

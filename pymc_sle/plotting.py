@@ -10,7 +10,16 @@ __all__ = ["plot_bump_profile", "plot_mesh_field", "plot_posterior_1d"]
 
 
 def plot_posterior_1d(
-    ax, x_test, draws, *, x_train=None, y_train=None, truth=None, level=0.95, title=None
+    ax,
+    x_test,
+    draws,
+    *,
+    x_train=None,
+    y_train=None,
+    truth=None,
+    level=0.95,
+    title=None,
+    ylabel="f(x)",
 ):
     """Posterior mean and central ``level`` band of draws over a 1-D test grid.
 
@@ -25,6 +34,10 @@ def plot_posterior_1d(
         Observations, drawn as points.
     truth : array_like of shape (n,), optional
         The latent function at ``x_test``.
+    level : float, default 0.95
+        Probability of the central band.
+    title, ylabel : str, optional
+        The axes' title and y label.
     """
     draws = np.asarray(draws)
     lower, upper = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
@@ -37,6 +50,7 @@ def plot_posterior_1d(
     if title:
         ax.set_title(title)
     ax.set_xlabel("x")
+    ax.set_ylabel(ylabel)
     ax.legend(loc="lower left", fontsize="small")
     return ax
 
