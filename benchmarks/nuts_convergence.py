@@ -958,7 +958,7 @@ def summarise(csv_path: Path, out: Path, stem: str, settings: NutsSettings, n_sp
         "The figure shows the current default and the baselines. "
         "What the script does: see its docstring.",
         "",
-        "## Targets (issue 14)",
+        "## Targets",
         "",
         *target_table,
         "",

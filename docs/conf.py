@@ -3,20 +3,27 @@ numpydoc, MyST Markdown pages, autosummary API pages, a sphinx-gallery of ``exam
 
 Build:  sphinx-build -W -n -b html docs docs/_build/html
 
-Without network access (``PYMC_SLE_DOCS_OFFLINE=1``) the intersphinx inventories of PyMC, NumPy
-and the others cannot be fetched: references into those projects are then left as plain text
-instead of failing the build, while every reference inside pymc_sle must still resolve.
+Without network access the intersphinx inventories of PyMC, NumPy and the others cannot be
+fetched: the build notices (one connection attempt, 3 s at most; ``PYMC_SLE_DOCS_OFFLINE=1``
+skips it, ``=0`` insists on fetching) and leaves references into those projects as plain text
+instead of failing, while every reference inside pymc_sle must still resolve.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import re
 import shutil
+import socket
 import sys
 import warnings
 from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms import SphinxTransform
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -59,7 +66,21 @@ numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 
 # -- Cross-references into the ecosystem ---------------------------------------------------------
-OFFLINE = os.environ.get("PYMC_SLE_DOCS_OFFLINE", "") not in ("", "0")
+
+
+def _offline() -> bool:
+    """``PYMC_SLE_DOCS_OFFLINE`` if set, else whether docs.python.org cannot be reached."""
+    setting = os.environ.get("PYMC_SLE_DOCS_OFFLINE", "")
+    if setting:
+        return setting != "0"
+    try:
+        socket.create_connection(("docs.python.org", 443), timeout=3).close()
+    except OSError:
+        return True
+    return False
+
+
+OFFLINE = _offline()
 EXTERNAL = ["python", "numpy", "scipy", "pymc", "pytensor", "arviz", "ot", "matplotlib", "dask"]
 intersphinx_mapping = {
     "python": ("https://docs.python.org/3", None),
@@ -170,5 +191,112 @@ def _publish_results(app) -> None:
     index.write_text(f"{title}\n\n{toctree}\n{body}", encoding="utf-8")
 
 
+# -- Links from code-formatted names and paths -----------------------------------------------------
+# Narrative pages name the API as code (``sle.priors.sle_priors``, ``SLE``) and files of the
+# repository by their paths (``benchmarks/results/distances.md``, ``examples/mesh_gp.py``). Where
+# the site has the page, the code becomes a link to it: API names that resolve to an object with
+# an API page, and paths of pages the site publishes.
+_API_ENTRY = re.compile(r"^   ([A-Za-z_][\w.]*)$", flags=re.MULTILINE)
+_NAME = re.compile(r"^(?:(?:pymc_sle|sle)\.)?([A-Za-z_][\w.]*?)(?:\(\))?$")
+_PATHS = (  # repository path prefix -> site folder
+    ("docs/", ""),
+    ("benchmarks/results/", "results/"),
+    ("examples/", "auto_examples/"),
+)
+
+
+def _api_targets() -> tuple[dict[str, str], dict[int, str]]:
+    """Where API pages are: a unique short name of a function or class (``sle_priors``, ``SLE``)
+    -> its page, and ``id`` of every object with a page -> its page."""
+    entries = _API_ENTRY.findall((DOCS / "api.rst").read_text(encoding="utf-8"))
+    by_object, short = {}, {}
+    for entry in entries:
+        value = pymc_sle
+        for part in entry.split("."):
+            value = getattr(value, part)
+        by_object[id(value)] = f"pymc_sle.{entry}"
+        if inspect.isclass(value) or inspect.isfunction(value):
+            short.setdefault(entry.rsplit(".", 1)[-1], set()).add(f"pymc_sle.{entry}")
+    unique = {name: next(iter(full)) for name, full in short.items() if len(full) == 1}
+    return unique, by_object
+
+
+def _resolve(text: str, targets: tuple[dict[str, str], dict[int, str]]) -> str | None:
+    """The API page of ``text``: a dotted name below ``pymc_sle`` (``sle.`` or ``pymc_sle.``
+    optional), or the unique short name of a function or class."""
+    match = _NAME.match(text)
+    if not match:
+        return None
+    short, by_object = targets
+    name = match.group(1)
+    if "." not in name:
+        return short.get(name)
+    parent = value = pymc_sle
+    for part in name.split("."):
+        parent, value = value, getattr(value, part, None)
+        if value is None:
+            return None
+    if id(value) in by_object:
+        return by_object[id(value)]
+    if inspect.isclass(parent) and id(parent) in by_object:  # a method or attribute
+        return f"{by_object[id(parent)]}.{part}"
+    return None
+
+
+_TARGETS: dict | None = None
+
+
+class CodeLinks(SphinxTransform):
+    """Inline code naming an API object or a published page becomes a link to its page."""
+
+    default_priority = 500
+
+    def apply(self, **kwargs) -> None:
+        api_page = self.env.docname.startswith(("generated/", "api"))  # names: their own roles
+        global _TARGETS
+        if _TARGETS is None:
+            _TARGETS = _api_targets()
+        for literal in list(self.document.findall(nodes.literal)):
+            if isinstance(literal.parent, (nodes.reference, addnodes.pending_xref)):
+                continue
+            if any(isinstance(a, (nodes.title, nodes.literal_block)) for a in _ancestors(literal)):
+                continue
+            text = literal.astext()
+            target = _page_of_path(text, self.env.found_docs)
+            domain, kind = ("std", "doc")
+            if target is None and not api_page:
+                target, (domain, kind) = _resolve(text, _TARGETS), ("py", "obj")
+            if target is None:
+                continue
+            xref = addnodes.pending_xref(
+                "",
+                refdomain=domain,
+                reftype=kind,
+                reftarget=target,
+                refexplicit=True,
+                refwarn=True,
+                refdoc=self.env.docname,
+            )
+            literal.replace_self(xref)
+            xref += literal
+
+
+def _ancestors(node):
+    while node.parent is not None:
+        node = node.parent
+        yield node
+
+
+def _page_of_path(text: str, found_docs) -> str | None:
+    for prefix, folder in _PATHS:
+        if text.startswith(prefix):
+            stem = text.removeprefix(prefix).rsplit(".", 1)[0]
+            docname = folder + ("index" if stem == "README" and folder == "results/" else stem)
+            if docname in found_docs:
+                return "/" + docname
+    return None
+
+
 def setup(app):
     app.connect("builder-inited", _publish_results)
+    app.add_transform(CodeLinks)

@@ -115,7 +115,72 @@ def test_gallery_pages_show_output_figures_and_running_time(site):
         assert "sphx-glr-script-out" in page, script.name  # what the script printed
         assert "Total running time of the script" in page, script.name
         assert "could not link to a BLAS" not in page, script.name
-    for name in ("mesh_gp", "nonstationary", "amplitude_identifiability"):
+    for script in EXAMPLES:  # a figure of its own: the gallery's thumbnail is not a placeholder
+        name = script.stem
         assert f"sphx_glr_{name}_001.png" in (site / f"auto_examples/{name}.html").read_text()
+    index = (site / "auto_examples/index.html").read_text(encoding="utf-8")
+    assert "no_image" not in index and " -- " not in _text(site / "auto_examples/index.html")
     times = _text(site / "auto_examples/sg_execution_times.html")
     assert all(script.name in times for script in EXAMPLES)
+
+
+def _pages(site: Path):
+    for page in site.rglob("*.html"):
+        if page.relative_to(site).parts[0] not in ("_sources", "_static", "_modules"):
+            yield page
+
+
+def test_no_page_shows_formatter_comments_temporary_paths_or_internal_names(site):
+    shown = []
+    for page in _pages(site):
+        markup = page.read_text(encoding="utf-8")
+        scripts_out = re.sub(r"<script\b.*?</script>", "", markup, flags=re.S)
+        visible = html.unescape(re.sub(r"<[^>]+>", "", scripts_out))
+        for pattern in (r"fmt: skip", r"/tmp/\S+", r"gallery-\w+-\w{8}"):
+            shown += [f"{page.relative_to(site)}: {m}" for m in re.findall(pattern, visible)]
+        for heading in re.findall(r"<h[1-3][^>]*>(.*?)</h[1-3]>", markup, flags=re.S):
+            text = html.unescape(re.sub(r"<[^>]+>", "", heading))
+            if re.search(r"\.(md|png|csv|json)\b|\bissue \d+", text):
+                shown.append(f"{page.relative_to(site)}: heading {text!r}")
+    assert not shown, shown[:20]
+
+
+def test_api_pages_are_titled_by_the_object_s_short_name(site):
+    long = []
+    for page in (site / "generated").glob("*.html"):
+        title = re.search(r"<h1>(.*?)<a class=\"headerlink\"", page.read_text(), flags=re.S)
+        name = page.stem.rsplit(".", 1)[-1]
+        if title and html.unescape(title.group(1)).strip() not in (name, page.stem):
+            long.append((page.name, title.group(1)))
+    assert not long, long[:10]
+
+
+HOW_TOS = sorted(p.stem for p in (ROOT / "docs" / "how-to").glob("*.md") if p.stem != "index")
+NARRATIVE = ["index", "getting-started", "concepts", "performance", "distances"]
+NARRATIVE += [f"how-to/{stem}" for stem in HOW_TOS]
+#: Repository folders the site publishes, and where.
+PUBLISHED_PATHS = (
+    ("docs/", ""),
+    ("benchmarks/results/", "results/"),
+    ("examples/", "auto_examples/"),
+)
+#: Inline code, whose text may name a repository path that the site publishes as a page.
+PATH_CODE = re.compile(
+    r'<code class="docutils literal notranslate">((?:<span class="pre">[^<]*</span>)+)</code>'
+)
+
+
+@pytest.mark.parametrize("name", NARRATIVE)
+def test_narrative_pages_link_into_the_api_and_to_the_pages_of_the_paths_they_name(site, name):
+    markup = (site / f"{name}.html").read_text(encoding="utf-8")
+    article = markup.split('<article class="bd-article">', 1)[1].split("</article>", 1)[0]
+    assert 'href="' + "../" * name.count("/") + "generated/" in article, name
+    outside_links = re.sub(r"<a\b.*?</a>", "", article, flags=re.S)
+    unlinked = []
+    for match in PATH_CODE.finditer(outside_links):
+        text = html.unescape(re.sub(r"<[^>]+>", "", match.group(1)))
+        for prefix, folder in PUBLISHED_PATHS:
+            stem = text.removeprefix(prefix).rsplit(".", 1)[0]
+            if text.startswith(prefix) and (site / f"{folder}{stem}.html").exists():
+                unlinked.append(text)
+    assert not unlinked, unlinked
