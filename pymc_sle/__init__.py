@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import logging
 import sys
 import warnings
 from typing import TYPE_CHECKING
@@ -36,14 +37,27 @@ __version__ = "0.1.0"
 #: - ArviZ announces its coming 1.0 refactor on import, once a day (a FutureWarning whose text
 #:   starts with a newline, hence ``(?s)``): news, not a warning about anything called here.
 #: - PyTensor installed by pip finds no BLAS to link its C code to and says that operations
-#:   "will be severely degraded". The SLE likelihood calls LAPACK itself; a linked OpenBLAS
-#:   made no difference to it (``benchmarks/results/size_limits.md``; README, "How large?").
+#:   "will be severely degraded" (a warning), then, compiling its first matrix product, that it
+#:   uses "NumPy C-API based implementation for BLAS functions" (a log record). The SLE
+#:   likelihood calls LAPACK itself; a linked OpenBLAS made no difference to it
+#:   (``benchmarks/results/size_limits.md``; README, "How large?").
 _QUIET = (
     (r"(?s)\s*ArviZ is undergoing a major refactor", FutureWarning),
     (r"PyTensor could not link to a BLAS installation", UserWarning),
 )
 for _message, _category in _QUIET:
     warnings.filterwarnings("ignore", _message, _category)
+
+
+class _NoBlasNotice(logging.Filter):
+    """Drops PyTensor's log record that it compiles matrix products without a BLAS."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "NumPy C-API based implementation for BLAS" not in record.getMessage()
+
+
+# By name: the logger exists before PyTensor is imported, and PyTensor's import keeps it.
+logging.getLogger("pytensor.tensor.blas").addFilter(_NoBlasNotice())
 
 if TYPE_CHECKING:  # the public names; imported on first use (see pymc_sle._lazy)
     from pymc_sle import datasets, demo, distances, evaluation, gp, inference, kernels, plotting
