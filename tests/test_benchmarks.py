@@ -44,6 +44,25 @@ def test_blas_threads_benchmark_quick(tmp_path):
     assert "Slow-down per leapfrog step" in (tmp_path / "blas_threads_quick.md").read_text()
 
 
+def test_size_limits_benchmark_quick(tmp_path):
+    result = run_quick("size_limits", tmp_path)
+    (row,) = result["sizes"]
+    assert row["n"] == 30 and row["priors_s"] > 0 and row["grad_ms"] > 0 and row["peak_mib"] > 0
+    assert 0 < 60 * row["nuts_min"] and row["draw_s"] > 0
+    assert {(r["n"], r["gp"]) for r in result["blas"]} == {(40, "pymc_sle"), (40, "pymc")}
+    assert all(r["ldflags"] == "" for r in result["blas"] if r["blas"] == "none (pip)")
+    text = (tmp_path / "size_limits_quick.md").read_text()
+    assert text.startswith("# What the recipe costs") and "| 30 |" in text
+
+
+def test_demo_reference_quick(tmp_path):
+    run_module("benchmarks.demo_reference", "--quick", "--out", tmp_path)
+    text = (tmp_path / "demo_output_quick.txt").read_text()
+    assert text.startswith("# pymc-sle demo --quiet --out DIR --quick (DIR: this folder)")
+    assert "held-out scores" in text and str(tmp_path) not in text
+    assert (tmp_path / "demo.json").exists() and (tmp_path / "demo.png").exists()
+
+
 def test_performance_benchmark_quick(tmp_path):
     rows = run_quick("performance", tmp_path)["rows"]
     assert {row["backend"] for row in rows} == {"C"}

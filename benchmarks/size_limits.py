@@ -1,0 +1,233 @@
+"""What the README recipe costs on your own matrix, per number of training points n, and what
+PyTensor's missing BLAS link costs.
+
+Every n runs in a fresh process (its peak memory is its own), with the default BLAS threads, as
+a user's script would: N points uniform in the unit square, Euclidean distances (the cost does
+not depend on the metric), a noisy sine, every training point a landmark. Per n:
+
+- ``priors_s``: :func:`pymc_sle.priors.sle_priors` (the grid search of its start and scales);
+- ``grad_ms``: one log density + gradient of the model (C backend, median of repeats);
+- ``draw_s``: one NUTS draw after tuning, of :func:`pymc_sle.inference.sample_basins` (every
+  basin's model it samples), from one chain per basin of 150 tuning + 150 draws (PyMC's
+  per-iteration ``perf_counter_diff``, without compilation); ``nuts_min`` extrapolates to the
+  recipe's 4 chains x (1000 + 1000) on 2 cores: the 150 tuning iterations as measured, the
+  other 1,850 at ``draw_s``, two chains one after the other on each core;
+- ``peak_mib``: the process's peak resident memory.
+
+The BLAS table times the log density + gradient in the C backend, each in a fresh process, in
+three rounds that alternate two settings, each with a fresh compile directory of its own: as pip
+installs PyTensor (``blas__ldflags=""``: PyTensor's own C code cannot call a BLAS and its dot
+products go through NumPy) and linked to a system OpenBLAS where one is installed (Debian:
+``libopenblas-dev``); for the SLE model in :class:`pymc_sle.gp.Marginal` and for PyMC's
+``pm.gp.Marginal`` with the same kernel. Every process keeps its default BLAS threads.
+
+Writes benchmarks/results/size_limits.{json,md}.
+
+Run:  python -m benchmarks.size_limits [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes.util
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+def _model(n: int, gp_class: str = "pymc_sle", start: str = "mode"):
+    import numpy as np
+    import pymc as pm
+
+    import pymc_sle as sle
+    from benchmarks.performance import problem
+
+    D, y = problem(n)
+    train = np.arange(n)
+    with pm.Model() as model:
+        began = time.perf_counter()
+        priors = sle.priors.sle_priors(D, train, y, landmarks=train, start=start)
+        seconds = time.perf_counter() - began
+        marginal = sle.gp.Marginal if gp_class == "pymc_sle" else pm.gp.Marginal
+        gp = marginal(cov_func=priors.covariance())
+        gp.marginal_likelihood("y", X=train[:, None], y=y, sigma=priors["sigma"])
+    return model, priors, seconds
+
+
+def _gradient_ms(model, reps: int) -> float:
+    from benchmarks.performance import compile_value_and_grad, median_ms
+
+    return median_ms(compile_value_and_grad(model, "FAST_RUN"), reps)
+
+
+def measure_size(n: int, iterations: int, reps: int) -> dict:
+    """In this process: the recipe's steps at n training points."""
+    import pymc as pm
+
+    import pymc_sle as sle
+
+    model, priors, priors_s = _model(n)
+    grad_ms = _gradient_ms(model, reps)
+    tuning = drawing = 0.0  # what sample_basins samples: one chain per basin, per phase
+    for _, basin_model in sle.inference.basin_models(priors, model=model):
+        idata = pm.sample(
+            draws=iterations,
+            tune=iterations,
+            chains=1,
+            cores=1,
+            random_seed=1,
+            model=basin_model,
+            progressbar=False,
+            compute_convergence_checks=False,
+            discard_tuned_samples=False,
+        )
+        tuning += float(idata.warmup_sample_stats["perf_counter_diff"].sum())
+        drawing += float(idata.sample_stats["perf_counter_diff"].sum())
+    draw_s = drawing / iterations
+    chain_s = tuning + (2000 - iterations) * draw_s  # one chain of 1000 tuning + 1000 draws
+    return {
+        "n": n,
+        "priors_s": priors_s,
+        "grad_ms": grad_ms,
+        "draw_s": draw_s,
+        "nuts_min": 2 * chain_s / 60,  # 4 chains on 2 cores: 2 chains one after the other
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def measure_blas(n: int, gp_class: str, reps: int) -> dict:
+    """In this process (its PYTENSOR_FLAGS set by the caller): log density + gradient."""
+    import pytensor
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the no-BLAS warning is what is being measured
+        model, _, _ = _model(n, gp_class, start="prior")  # the search is not timed here
+        ms = _gradient_ms(model, reps)
+    return {"n": n, "gp": gp_class, "ldflags": pytensor.config.blas__ldflags, "grad_ms": ms}
+
+
+def _child(function: str, *args, env: dict | None = None) -> dict:
+    code = (
+        "import json, sys\n"
+        f"from benchmarks.size_limits import {function}\n"
+        f"print('RESULT', json.dumps({function}(*{args!r})))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=HERE.parent,
+        env={**os.environ, **(env or {})},
+    )
+    line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line.removeprefix("RESULT "))
+
+
+def blas_rows(sizes, reps: int, rounds: int) -> list[dict]:
+    """Each (n, likelihood, BLAS) in ``rounds`` fresh processes, the two BLAS settings
+    alternating, each setting with a compile directory of its own; ``grad_ms`` is the median
+    over the rounds of each process's median."""
+    library = ctypes.util.find_library("openblas")
+    flags = {"none (pip)": ""} | ({"OpenBLAS": "-lopenblas"} if library else {})
+    times: dict[tuple, list] = {}
+    with tempfile.TemporaryDirectory() as plain, tempfile.TemporaryDirectory() as linked:
+        folders = dict(zip(flags, (plain, linked), strict=False))
+        for _ in range(rounds):
+            for n in sizes:
+                for gp_class in ("pymc_sle", "pymc"):
+                    for label, ldflags in flags.items():
+                        setting = f"blas__ldflags={ldflags},compiledir={folders[label]}"
+                        env = {"PYTENSOR_FLAGS": setting}
+                        row = _child("measure_blas", n, gp_class, reps, env=env)
+                        times.setdefault((n, gp_class, label, row["ldflags"]), []).append(
+                            row["grad_ms"]
+                        )
+    return [
+        {
+            "n": n,
+            "gp": gp,
+            "blas": label,
+            "ldflags": ldflags,
+            "grad_ms": float(np.median(ms)),
+            "rounds_ms": ms,
+        }
+        for (n, gp, label, ldflags), ms in times.items()
+    ]
+
+
+def summary(result: dict) -> str:
+    lines = [
+        "# What the recipe costs per training set size, and PyTensor's BLAS link",
+        "",
+        f"Machine: {result['machine']}. One run; each n in a fresh process with its default "
+        "BLAS threads. The README recipe (`sle_priors`, `priors.covariance()` in "
+        "`sle.gp.Marginal`, `sample_basins`) on n points uniform in the unit square, every one "
+        "a training point and a landmark. The NUTS column extrapolates one chain per basin of "
+        "150 tuning iterations and 150 draws (PyMC's per-iteration timings, compilation "
+        "excluded) to 4 chains x (1000 + 1000) on 2 cores.",
+        "",
+        "| n | sle_priors (s) | log density + gradient (ms) | NUTS draw (ms) "
+        "| 4 x (1000 + 1000) on 2 cores (min, extrapolated) | peak memory (MiB) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in result["sizes"]:
+        lines.append(
+            f"| {r['n']} | {r['priors_s']:.1f} | {r['grad_ms']:.1f} | {1e3 * r['draw_s']:.1f} "
+            f"| {r['nuts_min']:.1f} | {r['peak_mib']:.0f} |"
+        )
+    lines += [
+        "",
+        "PyTensor's C backend with and without a linked BLAS (log density + gradient, ms; median "
+        "of three rounds, each in a fresh process, the two settings alternating):",
+        "",
+        "| n | likelihood | no BLAS (pip) | OpenBLAS | no BLAS / OpenBLAS |",
+        "|---|---|---|---|---|",
+    ]
+    by_key = {(r["n"], r["gp"], r["blas"]): r["grad_ms"] for r in result["blas"]}
+    for n, gp in dict.fromkeys((r["n"], r["gp"]) for r in result["blas"]):
+        plain, linked = by_key[(n, gp, "none (pip)")], by_key.get((n, gp, "OpenBLAS"))
+        name = "`sle.gp.Marginal`" if gp == "pymc_sle" else "`pm.gp.Marginal`"
+        if linked is None:
+            lines.append(f"| {n} | {name} | {plain:.2f} | no system OpenBLAS | |")
+        else:
+            lines.append(f"| {n} | {name} | {plain:.2f} | {linked:.2f} | {plain / linked:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, few iterations")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    args = parser.parse_args()
+    sizes, blas_sizes, iterations, reps, rounds = (
+        ((30,), (40,), 5, 2, 1) if args.quick else ((100, 200, 400, 800), (400, 800), 150, 20, 3)
+    )
+    result = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "sizes": [],
+        "blas": blas_rows(blas_sizes, reps, rounds),
+    }
+    for n in sizes:
+        result["sizes"].append(_child("measure_size", n, iterations, reps))
+        print(result["sizes"][-1], flush=True)
+    stem = "size_limits_quick" if args.quick else "size_limits"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2))
+    (args.out / f"{stem}.md").write_text(summary(result))
+    print(summary(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""The README's first example runs as written, and a first run prints no warning that is not the
+library's own."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_block(heading: str) -> str:
+    """The first ``python`` code block under the README's ``## heading``."""
+    section = README.read_text().split(f"\n## {heading}\n", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
+
+
+def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter as on a new machine: ArviZ has announced nothing today (a
+    new cache folder holds its once-a-day stamp), and PyTensor and numba compile everything
+    anew (empty compile folders), so every warning a new user would see is printed."""
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+        "PYTENSOR_FLAGS": f"compiledir={tmp_path / 'pytensor'}",
+    }
+    env.pop("PYTHONWARNINGS", None)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+
+
+def test_arviz_announces_its_refactor_to_a_fresh_cache(tmp_path):
+    """The premise of the tests below: without pymc_sle imported first, the banner shows."""
+    out = _run("import arviz", tmp_path)
+    assert "ArviZ is undergoing a major refactor" in out.stderr
+
+
+def test_importing_pymc_sle_first_hides_the_first_run_notices(tmp_path):
+    code = (
+        "import logging, warnings\n"
+        "import pymc_sle\n"
+        "import arviz\n"
+        "blas = logging.getLogger('pytensor.tensor.blas')\n"
+        "blas.warning('Using NumPy C-API based implementation for BLAS functions.')\n"
+        "blas.warning('another notice')\n"
+        "warnings.warn('PyTensor could not link to a BLAS installation. Operations ...', "
+        "UserWarning)\n"
+        "warnings.warn('PyTensor could not link to a GPU', UserWarning)\n"  # not ours to hide
+        "warnings.warn('ArviZ is undergoing nothing', FutureWarning)\n"
+    )
+    out = _run(code, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "refactor" not in out.stderr and "BLAS" not in out.stderr
+    assert "could not link to a GPU" in out.stderr and "undergoing nothing" in out.stderr
+    assert "another notice" in out.stderr
+
+
+def test_the_fit_and_predict_example_runs_as_written_and_prints_no_warning(tmp_path):
+    code = readme_block("Fit and predict")
+    assert len([line for line in code.splitlines() if line.strip()]) <= 15
+    checks = (
+        "import json, numpy as np\n"
+        "inside = (lower <= data.y_test) & (data.y_test <= upper)\n"
+        "rmse = float(np.sqrt(np.mean((mean - data.y_test) ** 2)))\n"
+        "print(json.dumps({'shapes': [mean.shape, lower.shape, upper.shape], "
+        "'coverage': float(inside.mean()), 'rmse': rmse, 'sd': float(data.y_test.std()), "
+        "'draws': int(draws.sizes['sample'])}))\n"
+    )
+    out = _run(code + checks, tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "warning" not in out.stderr.lower() and "warn(" not in out.stderr, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["shapes"] == [[100], [100], [100]] and result["draws"] == 4000
+    assert 0.85 <= result["coverage"] <= 1.0  # 95 % intervals of a fitted model
+    assert result["rmse"] < 0.5 * result["sd"]  # the mean follows the function
+
+
+@pytest.mark.parametrize("heading", ["Fit and predict", "Your own distance matrix"])
+def test_readme_answers_the_first_questions_on_its_first_screen(heading):
+    """'How do I fit my own matrix, and how big can it be' before the first screen ends: the
+    sections are linked from the top, and the size table is in them."""
+    top = README.read_text().split("\n## ", 1)[0]
+    anchor = heading.lower().replace(" ", "-")
+    assert f"(#{anchor})" in top
+    own = README.read_text().split("\n## Your own distance matrix\n", 1)[1].split("\n## ")[0]
+    assert "| training points `n` |" in own and "size_limits.md" in own
+
+
+def test_the_requirements_table_quotes_what_the_validator_says():
+    import numpy as np
+
+    from pymc_sle import DistanceMatrix
+
+    own = README.read_text().split("\n## Your own distance matrix\n", 1)[1]
+    quoted = re.findall(r"\| `` ?(\w+Error): (.*?) ?`` \|", own)
+    bad = [np.zeros(3), np.array([[0.0, np.nan]]), np.array([[0.0, -1.0]]), np.array([[{}]])]
+    assert len(quoted) == len(bad)
+    for (kind, message), values in zip(quoted, bad, strict=True):
+        with pytest.raises({"ValueError": ValueError, "TypeError": TypeError}[kind]) as raised:
+            DistanceMatrix(values)
+        assert str(raised.value) == message
