@@ -15,8 +15,8 @@ not depend on the metric), a noisy sine, every training point a landmark. Per n:
 - ``peak_mib``: the process's peak resident memory.
 
 The BLAS table times the log density + gradient in the C backend, each in a fresh process, in
-three rounds that alternate two settings, each with a fresh compile directory of its own: as pip
-installs PyTensor (``blas__ldflags=""``: PyTensor's own C code cannot call a BLAS and its dot
+three rounds that alternate two settings (the linked one with a compile folder of its own): as
+pip installs PyTensor (``blas__ldflags=""``: PyTensor's own C code cannot call a BLAS and its dot
 products go through NumPy) and linked to a system OpenBLAS where one is installed (Debian:
 ``libopenblas-dev``); for the SLE model in :class:`pymc_sle.gp.Marginal` and for PyMC's
 ``pm.gp.Marginal`` with the same kernel. Every process keeps its default BLAS threads.
@@ -137,19 +137,22 @@ def _child(function: str, *args, env: dict | None = None) -> dict:
 
 def blas_rows(sizes, reps: int, rounds: int) -> list[dict]:
     """Each (n, likelihood, BLAS) in ``rounds`` fresh processes, the two BLAS settings
-    alternating, each setting with a compile directory of its own; ``grad_ms`` is the median
-    over the rounds of each process's median."""
+    alternating; ``grad_ms`` is the median over the rounds of each process's median. The
+    linked setting compiles into a folder of its own (PyTensor's default folder holds what pip's
+    PyTensor compiled without a BLAS, and is reused for that setting)."""
     library = ctypes.util.find_library("openblas")
     flags = {"none (pip)": ""} | ({"OpenBLAS": "-lopenblas"} if library else {})
+    given = os.environ.get("PYTENSOR_FLAGS", "")
     times: dict[tuple, list] = {}
-    with tempfile.TemporaryDirectory() as plain, tempfile.TemporaryDirectory() as linked:
-        folders = dict(zip(flags, (plain, linked), strict=False))
+    with tempfile.TemporaryDirectory() as linked:
         for _ in range(rounds):
             for n in sizes:
                 for gp_class in ("pymc_sle", "pymc"):
                     for label, ldflags in flags.items():
-                        setting = f"blas__ldflags={ldflags},compiledir={folders[label]}"
-                        env = {"PYTENSOR_FLAGS": setting}
+                        setting = f"blas__ldflags={ldflags}"
+                        if ldflags:
+                            setting += f",compiledir={linked}"
+                        env = {"PYTENSOR_FLAGS": ",".join(filter(None, (given, setting)))}
                         row = _child("measure_blas", n, gp_class, reps, env=env)
                         times.setdefault((n, gp_class, label, row["ldflags"]), []).append(
                             row["grad_ms"]

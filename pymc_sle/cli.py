@@ -357,9 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     exit status."""
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(
-        _attach_index_values(argv)
-    )  # --help and usage errors exit here, before heavy imports
+    # --help and usage errors exit here, before heavy imports
+    args = parser.parse_args(_attach_index_values(argv))
     from pymc_sle.distances import MetricError
 
     try:

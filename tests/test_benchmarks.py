@@ -55,14 +55,6 @@ def test_size_limits_benchmark_quick(tmp_path):
     assert text.startswith("# What the recipe costs") and "| 30 |" in text
 
 
-def test_demo_reference_quick(tmp_path):
-    run_module("benchmarks.demo_reference", "--quick", "--out", tmp_path)
-    text = (tmp_path / "demo_output_quick.txt").read_text()
-    assert text.startswith("# pymc-sle demo --quiet --out DIR --quick (DIR: this folder)")
-    assert "held-out scores" in text and str(tmp_path) not in text
-    assert (tmp_path / "demo.json").exists() and (tmp_path / "demo.png").exists()
-
-
 def test_performance_benchmark_quick(tmp_path):
     rows = run_quick("performance", tmp_path)["rows"]
     assert {row["backend"] for row in rows} == {"C"}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_module
 
 from pymc_sle import DistanceMatrix, __version__
 from pymc_sle.cli import build_parser, main
@@ -14,8 +15,10 @@ from pymc_sle.cli import build_parser, main
 REFERENCE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "demo"
 
 
-def test_demo_quick_writes_figure_and_scores(tmp_path, capsys):
-    assert main(["demo", "--quick", "--out", str(tmp_path), "--seed", "1"]) == 0
+def test_demo_quick_writes_figure_and_scores(tmp_path):
+    """The quick demo as ``benchmarks.demo_reference --quick`` runs it: ``pymc-sle demo`` in a
+    process of its own, everything it printed kept (the benchmark's quick mode, tested here)."""
+    run_module("benchmarks.demo_reference", "--quick", "--out", tmp_path)
     report = json.loads((tmp_path / "demo.json").read_text())["results"]
     assert set(report) == {"SLE (Matern 3/2)", "Matern 3/2"}
     for scores in report.values():
@@ -23,7 +26,9 @@ def test_demo_quick_writes_figure_and_scores(tmp_path, capsys):
         assert 0.0 <= scores["loo_coverage"] <= 1.0 and 0.0 <= scores["loo_coverage_new"] <= 1.0
         assert scores["target_accept"] == 0.9  # no priors: pm.sample's default, as it ran
     assert (tmp_path / "demo.png").stat().st_size > 10_000
-    printed = capsys.readouterr().out
+    printed = (tmp_path / "demo_output_quick.txt").read_text()
+    assert printed.startswith("# pymc-sle demo --quiet --out DIR --quick (DIR: this folder)")
+    assert str(tmp_path) not in printed and "warning" not in printed.lower()
     assert "r_hat" in printed and "held-out scores" in printed and "loo_coverage" in printed
     assert "2 chains x (300 tune + 200 draws), pymc NUTS on 2 cores" in printed  # before sampling
     assert re.search(r"the demo took \d+ s", printed)
