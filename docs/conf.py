@@ -238,7 +238,8 @@ def _resolve(text: str, targets: tuple[dict[str, str], dict[int, str]]) -> str |
             return None
     if id(value) in by_object:
         return by_object[id(value)]
-    if inspect.isclass(parent) and id(parent) in by_object:  # a method or attribute
+    documented = inspect.isclass(parent) and part in vars(parent) and not part.startswith("_")
+    if documented and id(parent) in by_object:  # a member the class page lists (:members:)
         return f"{by_object[id(parent)]}.{part}"
     return None
 
