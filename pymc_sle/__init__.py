@@ -4,6 +4,7 @@ The package follows the pipeline, one subpackage a stage::
 
     distances/          raw inputs (meshes, images, strings) -> distances, parallel, resumable
     distance_matrix.py  DistanceMatrix: validated distances, slicing, save / load
+    sparse_distance_matrix.py  SparseDistanceMatrix: only the distances below a cutoff
     kernels/            bump -> landmark embedding -> SLE covariance (and the baselines)
     gp/                 the marginal likelihood with an analytic gradient (gp.Marginal)
     inference/          data-adaptive priors, multi-start MAP
@@ -73,6 +74,7 @@ if TYPE_CHECKING:  # the public names; imported on first use (see pymc_sle._lazy
         raw_embedding_distances,
         spectral,
     )
+    from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
 #: The first release's module paths (``from pymc_sle.priors import sle_priors``), kept working
 #: as aliases of the modules that now hold them.

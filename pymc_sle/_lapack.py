@@ -21,6 +21,11 @@ from numba.core import cgutils, types
 from numba.extending import get_cython_function_address, intrinsic
 
 __all__ = [
+    "blocked_cholesky",
+    "blocked_cholesky_inverse",
+    "blocked_gemm",
+    "blocked_syrk_update",
+    "blocked_trsm",
     "cholesky_inplace",
     "cholesky_inverse_inplace",
     "cholesky_solve_inplace",
@@ -80,7 +85,17 @@ _dpotrs_type = types.FunctionType(
 _dsyrk_type = types.FunctionType(
     types.void(_i32p, _i32p, _i32p, _i32p, _f64p, _f64p, _i32p, _f64p, _f64p, _i32p)
 )
+_dtrsm_type = types.FunctionType(
+    types.void(_i32p, _i32p, _i32p, _i32p, _i32p, _i32p, _f64p, _f64p, _i32p, _f64p, _i32p)
+)
+_dgemm_type = types.FunctionType(
+    types.void(
+        _i32p, _i32p, _i32p, _i32p, _i32p, _f64p, _f64p, _i32p, _f64p, _i32p, _f64p, _f64p, _i32p
+    )
+)
 _dsyrk_address = _address_getter("dsyrk", "scipy.linalg.cython_blas")
+_dtrsm_address = _address_getter("dtrsm", "scipy.linalg.cython_blas")
+_dgemm_address = _address_getter("dgemm", "scipy.linalg.cython_blas")
 _dpotrf_address = _address_getter("dpotrf")
 _dpotri_address = _address_getter("dpotri")
 _dpotrs_address = _address_getter("dpotrs")
@@ -200,3 +215,125 @@ def symmetric_sum(a):
                     out[i, j] = value
                     out[j, i] = value
     return out
+
+
+# Column-major blocks inside flat arrays, for the supernodal factorisation
+# (``pymc_sle.gp._supernodal``): each routine reads and writes the block that starts at ``offset``
+# of the flat float64 array, with leading dimension ``ld`` (LAPACK's column-major convention).
+
+
+@numba.njit(cache=True)
+def blocked_cholesky(a, offset, n, ld):
+    """``dpotrf("L")`` on the n x n block of ``a`` at ``offset``; returns LAPACK's ``info``."""
+    dpotrf = _function_pointer(_dpotrf_address, _dpotrf_type, "dpotrf")
+    uplo, n_buf, ld_buf, info = (
+        _int_buffer(ord("L")),
+        _int_buffer(n),
+        _int_buffer(ld),
+        _int_buffer(0),
+    )
+    dpotrf(uplo.ctypes, n_buf.ctypes, a[offset:].ctypes, ld_buf.ctypes, info.ctypes)
+    return info[0]
+
+
+@numba.njit(cache=True)
+def blocked_cholesky_inverse(a, offset, n, ld):
+    """``dpotri("L")``: the lower triangle of the n x n block becomes ``(L L^T)^{-1}``."""
+    dpotri = _function_pointer(_dpotri_address, _dpotri_type, "dpotri")
+    uplo, n_buf, ld_buf, info = (
+        _int_buffer(ord("L")),
+        _int_buffer(n),
+        _int_buffer(ld),
+        _int_buffer(0),
+    )
+    dpotri(uplo.ctypes, n_buf.ctypes, a[offset:].ctypes, ld_buf.ctypes, info.ctypes)
+    return info[0]
+
+
+@numba.njit(cache=True)
+def blocked_trsm(side, trans, m, n, a, a_offset, lda, b, b_offset, ldb):
+    """``dtrsm``: the m x n block ``B`` becomes ``B L^-op`` (``side="R"``) or ``L^-op B``
+    (``"L"``), with ``L`` the lower-triangular, non-unit block of ``a`` and op given by
+    ``trans`` ("N" or "T")."""
+    dtrsm = _function_pointer(_dtrsm_address, _dtrsm_type, "dtrsm")
+    side_buf, uplo, trans_buf, diag = (
+        _int_buffer(ord(side)),
+        _int_buffer(ord("L")),
+        _int_buffer(ord(trans)),
+        _int_buffer(ord("N")),
+    )
+    m_buf, n_buf, lda_buf, ldb_buf = (
+        _int_buffer(m),
+        _int_buffer(n),
+        _int_buffer(lda),
+        _int_buffer(ldb),
+    )
+    alpha = _float_buffer(1.0)
+    dtrsm(
+        side_buf.ctypes,
+        uplo.ctypes,
+        trans_buf.ctypes,
+        diag.ctypes,
+        m_buf.ctypes,
+        n_buf.ctypes,
+        alpha.ctypes,
+        a[a_offset:].ctypes,
+        lda_buf.ctypes,
+        b[b_offset:].ctypes,
+        ldb_buf.ctypes,
+    )
+
+
+@numba.njit(cache=True)
+def blocked_syrk_update(n, k, a, a_offset, lda, c, c_offset, ldc):
+    """``dsyrk("L", "N")``: the lower triangle of the n x n block ``C`` becomes ``C - A A^T``
+    for the n x k block ``A``."""
+    dsyrk = _function_pointer(_dsyrk_address, _dsyrk_type, "dsyrk")
+    uplo, trans = _int_buffer(ord("L")), _int_buffer(ord("N"))
+    n_buf, k_buf, lda_buf, ldc_buf = (
+        _int_buffer(n),
+        _int_buffer(k),
+        _int_buffer(lda),
+        _int_buffer(ldc),
+    )
+    alpha, beta = _float_buffer(-1.0), _float_buffer(1.0)
+    dsyrk(
+        uplo.ctypes,
+        trans.ctypes,
+        n_buf.ctypes,
+        k_buf.ctypes,
+        alpha.ctypes,
+        a[a_offset:].ctypes,
+        lda_buf.ctypes,
+        beta.ctypes,
+        c[c_offset:].ctypes,
+        ldc_buf.ctypes,
+    )
+
+
+@numba.njit(cache=True)
+def blocked_gemm(
+    trans_a, m, n, k, alpha, a, a_offset, lda, b, b_offset, ldb, beta, c, c_offset, ldc
+):
+    """``dgemm``: the m x n block ``C`` becomes ``alpha op(A) B + beta C``, op given by
+    ``trans_a`` ("N" or "T")."""
+    dgemm = _function_pointer(_dgemm_address, _dgemm_type, "dgemm")
+    ta, tb = _int_buffer(ord(trans_a)), _int_buffer(ord("N"))
+    m_buf, n_buf, k_buf = _int_buffer(m), _int_buffer(n), _int_buffer(k)
+    lda_buf, ldb_buf, ldc_buf = _int_buffer(lda), _int_buffer(ldb), _int_buffer(ldc)
+    alpha_buf, beta_buf = _float_buffer(alpha), _float_buffer(beta)
+    dgemm(
+        ta.ctypes,
+        tb.ctypes,
+        m_buf.ctypes,
+        n_buf.ctypes,
+        k_buf.ctypes,
+        alpha_buf.ctypes,
+        a[a_offset:].ctypes,
+        lda_buf.ctypes,
+        b[b_offset:].ctypes,
+        ldb_buf.ctypes,
+        beta_buf.ctypes,
+        c[c_offset:].ctypes,
+        ldc_buf.ctypes,
+    )

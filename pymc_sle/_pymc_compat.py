@@ -12,7 +12,12 @@ from pymc.distributions.transforms import Interval
 
 from pymc_sle._validation import constant_value
 
-__all__ = ["build_conditional_marginals", "build_marginal_likelihood", "constant_upper_bound"]
+__all__ = [
+    "build_conditional_marginals",
+    "build_marginal_likelihood",
+    "constant_upper_bound",
+    "product_factors",
+]
 
 
 def constant_upper_bound(variable) -> float | None:
@@ -49,3 +54,11 @@ def build_conditional_marginals(gp: pm.gp.Marginal, Xnew, pred_noise: bool, jitt
     data given to ``gp.marginal_likelihood``. ``jitter`` stabilises the training covariance."""
     givens = gp._get_given_vals(None)
     return gp._build_conditional(Xnew, pred_noise, True, *givens, jitter)
+
+
+def product_factors(cov) -> list:
+    """The factors of a ``pm.gp.cov.Prod`` (covariances and scalars, nested products flattened),
+    from its private ``_factor_list``; ``[cov]`` for anything else."""
+    if isinstance(cov, pm.gp.cov.Prod):
+        return list(cov._factor_list)
+    return [cov]

@@ -83,12 +83,18 @@ def _distances(args: argparse.Namespace) -> int:
 
     common = {"rows": args.rows, "cols": args.cols}
     if args.kind == "geodesic":
+        if args.cutoff is not None and not str(args.out).endswith(".npz"):
+            raise ValueError(
+                f"--cutoff writes a SparseDistanceMatrix, whose --out must end in '.npz', but "
+                f"got {args.out!r}"
+            )
         mesh = distances.load_mesh(args.input)
         result = distances.geodesic(
             mesh.vertices,
             mesh.faces,
             **common,
             method=args.method,
+            cutoff=args.cutoff,
             n_jobs=args.jobs,
             progress=not args.quiet,
         )
@@ -148,6 +154,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not (np.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number, got {text}")
     return value
 
 
@@ -310,6 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
         if kind == "geodesic":
             sub.add_argument(
                 "--method", choices=GEODESIC_METHODS, default="graph", help="geodesic solver"
+            )
+            sub.add_argument(
+                "--cutoff",
+                type=_positive_float,
+                help="keep only distances below it: a SparseDistanceMatrix (.npz), for large n",
             )
             continue
         sub.add_argument("--squared", action="store_true", help="squared distances")

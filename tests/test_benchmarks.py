@@ -446,3 +446,21 @@ def test_run_time_inputs_benchmark_quick(tmp_path):
         assert r["pm_data_ratio"] == pytest.approx(r["pm_data"] / r["constant"])
         assert r["two_outputs_ratio"] == pytest.approx(r["two_outputs"] / r["two_models"])
     assert "| pm.Data / constant |" in (tmp_path / "run_time_inputs_quick.md").read_text()
+
+
+def test_scaling_benchmark_quick(tmp_path):
+    result = run_quick("scaling", tmp_path)
+    sizes = result["sizes"]
+    assert [row["n"] for row in sizes] == [300, 600]
+    for row in sizes:
+        assert row["sparse_ms"] > 0 and row["factor_ms"] > 0 and row["dense_ms"] > 0
+        assert 20 < row["distances_per_row"] < 40  # the cutoff's ~32 training points per bump
+    (fit,) = result["map"]
+    assert fit["n_train"] == 300 and fit["n_test"] == 100 and fit["evaluations"] > 0
+    assert fit["rmse_latent"] < 0.5 and 0.5 < fit["picp_95"] <= 1.0
+    nuts = result["nuts"]
+    assert nuts["chains"] == 2 and nuts["draws"] == 20 and np.isfinite(nuts["r_hat_max"])
+    text = (tmp_path / "scaling_quick.md").read_text()
+    assert text.startswith("# Exact SLE Gaussian processes at large N")
+    assert "## A fit at scale" in text and "## NUTS on the sparse likelihood" in text
+    assert (tmp_path / "scaling_quick.png").stat().st_size > 10_000

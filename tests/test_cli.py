@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import run_module
 
-from pymc_sle import DistanceMatrix, __version__
+from pymc_sle import DistanceMatrix, SparseDistanceMatrix, __version__
 from pymc_sle.cli import build_parser, main
 
 REFERENCE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "demo"
@@ -146,6 +146,25 @@ def test_distances_geodesic_writes_a_distance_matrix(tmp_path):
     )
     D = DistanceMatrix.load(out)
     assert D.shape == (9, 2) and D.values[8, 0] == pytest.approx(2 * np.sqrt(2))
+
+
+def test_distances_geodesic_with_a_cutoff_writes_a_sparse_matrix(tmp_path, capsys):
+    pytest.importorskip("trimesh")
+    _grid_obj(tmp_path / "grid.obj")
+    command = ["distances", "geodesic", str(tmp_path / "grid.obj"), "--cols", "0,8", "--quiet"]
+    out = tmp_path / "d.npz"
+    assert main([*command, "--cutoff", "2.5", "--out", str(out)]) == 0
+    D = SparseDistanceMatrix.load(out)
+    assert D.shape == (9, 2) and D.cutoff == 2.5
+    dense = D.to_dense()
+    assert dense[0, 0] == 0.0 and dense[8, 0] == np.inf and dense[4, 0] == pytest.approx(np.sqrt(2))
+    assert main([*command, "--cutoff", "2.5", "--out", str(tmp_path / "d.npy")]) == 2
+    assert "--cutoff writes a SparseDistanceMatrix, whose --out must end in '.npz'" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit):
+        main([*command, "--cutoff", "-1", "--out", str(out)])
+    assert "must be a positive, finite number, got -1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("kind", ["wasserstein", "sliced"])

@@ -3,12 +3,14 @@ that changes one fails here, naming it, before users meet it."""
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 
 from pymc_sle._pymc_compat import (
     build_conditional_marginals,
     build_marginal_likelihood,
     constant_upper_bound,
+    product_factors,
 )
 
 
@@ -59,3 +61,13 @@ def test_build_conditional_marginals_is_the_diagonal_of_the_joint_conditional(pr
     # are not (``fit_and_score`` adds it itself).
     jitter = 0.0 if pred_noise else 1e-6
     np.testing.assert_allclose(var.eval(), np.diag(cov_joint) - jitter, rtol=1e-8, atol=1e-12)
+
+
+def test_product_factors_flattens_products_of_covariances_and_scalars():
+    kernel = pm.gp.cov.ExpQuad(1, ls=1.0)
+    other = pm.gp.cov.Matern32(1, ls=2.0)
+    factors = product_factors(2.0 * (kernel * 3.0) * other)
+    assert sum(f is kernel for f in factors) == 1 and sum(f is other for f in factors) == 1
+    scalars = [f for f in factors if not isinstance(f, pm.gp.cov.Covariance)]
+    assert sorted(float(pt.as_tensor(f).eval()) for f in scalars) == [2.0, 3.0]
+    assert product_factors(kernel) == [kernel]

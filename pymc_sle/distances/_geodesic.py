@@ -15,6 +15,7 @@ from scipy.sparse import csgraph
 from pymc_sle._validation import as_index_array, indices_or_all
 from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.distances._methods import GEODESIC_METHODS
+from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
 __all__ = ["Mesh", "geodesic", "load_mesh"]
 
@@ -152,6 +153,19 @@ def _solve(method: str, mesh: Mesh, sources: np.ndarray, rows: np.ndarray | None
 
 _SOLVERS = {"graph": _sources_graph, "heat": _sources_heat, "exact": _sources_exact}
 _EXTRA = {"heat": "potpourri3d", "exact": "pygeodesic"}
+#: Sources per truncated search block: a block holds a (sources, V) array while it runs.
+_TRUNCATED_BLOCK = 256
+
+
+def _truncated(mesh: Mesh, sources: np.ndarray, row_of: np.ndarray, cutoff: float):
+    """Distances below ``cutoff`` from ``sources`` along mesh edges: Dijkstra searches that stop
+    at ``cutoff``. Returns ``(row, source_position, distance)`` triplets, rows as numbered by
+    ``row_of`` (-1: not a row)."""
+    distances = csgraph.dijkstra(mesh.edge_graph, directed=False, indices=sources, limit=cutoff)
+    source_position, vertex = np.nonzero(distances < cutoff)
+    rows = row_of[vertex]
+    keep = rows >= 0
+    return rows[keep], source_position[keep], distances[source_position[keep], vertex[keep]]
 
 
 def geodesic(
@@ -161,9 +175,10 @@ def geodesic(
     cols=None,
     *,
     method: str = "graph",
+    cutoff: float | None = None,
     n_jobs: int = 1,
     progress: bool = False,
-) -> DistanceMatrix:
+) -> DistanceMatrix | SparseDistanceMatrix:
     r"""Geodesic distances on a triangle mesh from ``rows`` vertices to ``cols`` vertices.
 
     One single-source search runs per column (landmark), so the cost is
@@ -182,6 +197,11 @@ def geodesic(
         ``"heat"``: the heat method (potpourri3d), smooth, converging with refinement.
         ``"exact"``: exact polyhedral geodesics (MMP algorithm, pygeodesic). The last two need
         ``pip install 'pymc-sle[mesh]'``.
+    cutoff : float, optional
+        Keep only the distances below ``cutoff`` and return a
+        :class:`~pymc_sle.SparseDistanceMatrix`: each search stops at ``cutoff``, so the cost
+        follows the number of vertices within it, not ``V``. For large training sets; the SLE
+        radius must then stay at or below ``cutoff``. ``method="graph"`` only.
     n_jobs : int, default 1
         Processes over which the columns are split (-1: all cores).
     progress : bool, default False
@@ -189,7 +209,7 @@ def geodesic(
 
     Returns
     -------
-    DistanceMatrix of shape (len(rows), len(cols))
+    DistanceMatrix, or SparseDistanceMatrix with ``cutoff``, of shape (len(rows), len(cols))
 
     Raises
     ------
@@ -206,6 +226,12 @@ def geodesic(
     """
     if method not in _SOLVERS:
         raise ValueError(f"`method` must be one of {GEODESIC_METHODS}, but got {method!r}")
+    if cutoff is not None:
+        if method != "graph":
+            raise ValueError(f"`cutoff` needs method='graph', but method is {method!r}")
+        cutoff = float(cutoff)
+        if not (np.isfinite(cutoff) and cutoff > 0):
+            raise ValueError(f"`cutoff` must be positive and finite, but got {cutoff!r}")
     if method in _EXTRA:
         try:
             __import__(_EXTRA[method])
@@ -229,8 +255,41 @@ def geodesic(
 
     from tqdm.auto import tqdm
 
-    sources, position = np.unique(col_ids, return_inverse=True)
     n_workers = joblib.cpu_count() if n_jobs == -1 else max(1, int(n_jobs))
+    metadata = {
+        "metric": f"geodesic-{method}",
+        "n_vertices": n,
+        "rows": row_ids.tolist() if rows is not None else None,
+        "cols": col_ids.tolist() if cols is not None else None,
+    }
+    if cutoff is not None:
+        row_of = np.full(n, -1, dtype=np.int64)
+        row_of[row_ids] = np.arange(row_ids.size)
+        blocks = [
+            np.arange(start, min(start + _TRUNCATED_BLOCK, col_ids.size))
+            for start in range(0, col_ids.size, _TRUNCATED_BLOCK)
+        ]
+        results = joblib.Parallel(n_jobs=n_jobs, return_as="generator")(
+            joblib.delayed(_truncated)(mesh, col_ids[block], row_of, cutoff) for block in blocks
+        )
+        parts = [
+            (r, block[c], d)
+            for block, (r, c, d) in zip(
+                blocks, tqdm(results, total=len(blocks), disable=not progress), strict=True
+            )
+        ]
+        row, col, value = (np.concatenate(part) for part in zip(*parts, strict=True))
+        order = np.lexsort((col, row))
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=row_ids.size))])
+        return SparseDistanceMatrix(
+            indptr,
+            col[order],
+            value[order],
+            shape=(row_ids.size, col_ids.size),
+            cutoff=cutoff,
+            metadata=metadata,
+        )
+    sources, position = np.unique(col_ids, return_inverse=True)
     blocks = np.array_split(np.arange(sources.size), min(sources.size, 4 * n_workers))
     results = joblib.Parallel(n_jobs=n_jobs, return_as="generator")(
         joblib.delayed(_solve)(method, mesh, sources[block], None if rows is None else row_ids)
@@ -241,13 +300,4 @@ def geodesic(
         blocks, tqdm(results, total=len(blocks), disable=not progress), strict=True
     ):
         by_source[block] = result
-    values = by_source[position].T
-    return DistanceMatrix(
-        values,
-        metadata={
-            "metric": f"geodesic-{method}",
-            "n_vertices": n,
-            "rows": row_ids.tolist() if rows is not None else None,
-            "cols": col_ids.tolist() if cols is not None else None,
-        },
-    )
+    return DistanceMatrix(by_source[position].T, metadata=metadata)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import threading
@@ -16,6 +17,7 @@ from pymc_sle._validation import indices_or_all
 from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.distances._identity import metric_identity, metric_name
 from pymc_sle.distances._store import ChunkStore
+from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix, checked_cutoff
 
 __all__ = ["MetricError", "pairwise"]
 
@@ -41,10 +43,26 @@ class _Chunk:
         return n * (n - 1) // 2 if self.triangular else n * self.cols.size
 
 
-def _compute_chunk(metric, row_items, col_items, row_ids, col_ids, triangular) -> np.ndarray:
-    """Evaluate ``metric`` on a block; runs in a worker process."""
+def _takes_cutoff(function) -> bool:
+    try:
+        return "cutoff" in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+
+
+def _compute_chunk(
+    metric, row_items, col_items, row_ids, col_ids, triangular, cutoff=None
+) -> np.ndarray:
+    """Evaluate ``metric`` on a block; runs in a worker process. With a ``cutoff``, pairs whose
+    ``metric.lower_bound`` reaches it are not evaluated (they get ``cutoff``: not stored)."""
+    skip = None
+    if cutoff is not None and callable(getattr(metric, "lower_bound", None)):
+        skip = np.asarray(metric.lower_bound(row_items, col_items), dtype=float) >= cutoff
+        if skip.all():
+            return np.full((len(row_items), len(col_items)), float(cutoff))
     if callable(getattr(metric, "block", None)):
-        block = np.array(metric.block(row_items, col_items), dtype=float)
+        extra = {"cutoff": cutoff} if cutoff is not None and _takes_cutoff(metric.block) else {}
+        block = np.array(metric.block(row_items, col_items, **extra), dtype=float)
         if block.shape != (len(row_items), len(col_items)):
             raise MetricError(
                 f"`metric.block` must return shape {(len(row_items), len(col_items))}, but "
@@ -56,6 +74,9 @@ def _compute_chunk(metric, row_items, col_items, row_ids, col_ids, triangular) -
     block = np.zeros((len(row_items), len(col_items)))
     for i, a in enumerate(row_items):
         for j in range(i + 1 if triangular else 0, len(col_items)):
+            if skip is not None and skip[i, j]:
+                block[i, j] = cutoff
+                continue
             try:
                 block[i, j] = metric(a, col_items[j])
             except Exception as err:
@@ -79,13 +100,11 @@ def _plan(n_rows: int, n_cols: int, symmetric: bool, chunk_size: int) -> list[_C
     ]
 
 
-def _tasks(chunks, items, row_ids, col_ids, metric):
+def _tasks(chunks, items, row_ids, col_ids, metric, cutoff):
     for chunk in chunks:
         rid, cid = row_ids[chunk.rows], col_ids[chunk.cols]
-        yield (
-            chunk,
-            (metric, [items[i] for i in rid], [items[j] for j in cid], rid, cid, chunk.triangular),
-        )
+        row_items, col_items = [items[i] for i in rid], [items[j] for j in cid]
+        yield chunk, (metric, row_items, col_items, rid, cid, chunk.triangular, cutoff)
 
 
 def _chunk_and_block(chunk: _Chunk, args) -> tuple[_Chunk, np.ndarray]:
@@ -201,7 +220,8 @@ def pairwise(
     client=None,
     progress: bool = True,
     metric_id: str | None = None,
-) -> DistanceMatrix:
+    cutoff: float | None = None,
+) -> DistanceMatrix | SparseDistanceMatrix:
     r"""Distances :math:`D_{ij} = d(\text{items}[\text{rows}_i], \text{items}[\text{cols}_j])`.
 
     Only the requested ``rows x cols`` block is computed -- for an SLE model, every evaluated
@@ -248,10 +268,18 @@ def pairwise(
         a hash of its code, captured values, module-level values it uses and pickled state (a
         metric edited between runs does not resume from the old blocks). Required with ``store``
         when that state cannot be hashed.
+    cutoff : float, optional
+        Keep only the distances below ``cutoff`` and return a
+        :class:`~pymc_sle.SparseDistanceMatrix` (for large training sets: memory follows the
+        pairs kept). A metric may make this cheaper: a ``block`` that takes a ``cutoff`` keyword
+        gets it (``edit_distance`` stops counting edits there, with rapidfuzz's
+        ``score_cutoff``), and a ``lower_bound(row_items, col_items) -> ndarray`` attribute,
+        which must never exceed the metric, skips the pairs and blocks it puts at or above the
+        cutoff.
 
     Returns
     -------
-    DistanceMatrix of shape (len(rows), len(cols))
+    DistanceMatrix of shape (len(rows), len(cols)), or SparseDistanceMatrix with ``cutoff``
 
     Raises
     ------
@@ -290,11 +318,20 @@ def pairwise(
         raise ValueError(f"`n_jobs` must be -1 or a positive integer, but got {n_jobs!r}")
     if client is not None:
         _check_client(client)
+    if cutoff is not None:
+        cutoff = checked_cutoff(cutoff)
 
     chunks = _plan(row_ids.size, col_ids.size, symmetric, chunk_size)
-    values = np.zeros((row_ids.size, col_ids.size))
+    values = np.zeros((row_ids.size, col_ids.size)) if cutoff is None else None
+    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def place(chunk: _Chunk, block: np.ndarray) -> None:
+        if cutoff is not None:
+            i, j = np.nonzero(block < cutoff)
+            kept.append((chunk.rows[i], chunk.cols[j], block[i, j]))
+            if symmetric and not chunk.triangular:
+                kept.append((chunk.cols[j], chunk.rows[i], block[i, j]))
+            return
         values[np.ix_(chunk.rows, chunk.cols)] = block
         if symmetric and not chunk.triangular:
             values[np.ix_(chunk.cols, chunk.rows)] = block.T
@@ -328,7 +365,7 @@ def pairwise(
 
     from tqdm.auto import tqdm
 
-    tasks = _tasks(chunks, items, row_ids, col_ids, metric)
+    tasks = _tasks(chunks, items, row_ids, col_ids, metric, cutoff)
     results = _run_dask(tasks, client) if client is not None else _run_joblib(tasks, n_jobs)
     with tqdm(total=sum(c.n_pairs for c in chunks), unit="pair", disable=not progress) as bar:
         for chunk, block in results:
@@ -337,14 +374,24 @@ def pairwise(
                 chunk_store.save(chunk.key, block)
             place(chunk, block)
             bar.update(chunk.n_pairs)
-    return DistanceMatrix(
-        values,
-        metadata={
-            "metric": metric_id if metric_id is not None else metric_name(metric),
-            "rows": row_ids.tolist() if rows is not None else None,
-            "cols": (col_ids - (n_items if to is not None else 0)).tolist()
-            if cols is not None
-            else None,
-            **({"to": len(to)} if to is not None else {}),
-        },
+    metadata = {
+        "metric": metric_id if metric_id is not None else metric_name(metric),
+        "rows": row_ids.tolist() if rows is not None else None,
+        "cols": (col_ids - (n_items if to is not None else 0)).tolist()
+        if cols is not None
+        else None,
+        **({"to": len(to)} if to is not None else {}),
+    }
+    if cutoff is None:
+        return DistanceMatrix(values, metadata=metadata)
+    row, col, value = (np.concatenate(part) for part in zip(*kept, strict=True))
+    order = np.lexsort((col, row))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=row_ids.size))])
+    return SparseDistanceMatrix(
+        indptr,
+        col[order],
+        value[order],
+        shape=(row_ids.size, col_ids.size),
+        cutoff=cutoff,
+        metadata=metadata,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -35,14 +36,21 @@ def edit_distance(a: str, b: str) -> float:
     return float(Levenshtein.distance(a, b))
 
 
-def _edit_distance_block(rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
-    """``edit_distance`` between every row and column item, in one rapidfuzz call."""
+def _edit_distance_block(
+    rows: Sequence[str], cols: Sequence[str], cutoff: float | None = None
+) -> np.ndarray:
+    """``edit_distance`` between every row and column item, in one rapidfuzz call. With a
+    ``cutoff``, distances at or above it come back as ``ceil(cutoff)`` (rapidfuzz's
+    ``score_cutoff``: it stops counting edits there, and compares lengths first)."""
     from rapidfuzz.distance import Levenshtein
     from rapidfuzz.process import cdist
 
     _check_strings("items", rows)
     _check_strings("items", cols)
-    return cdist(list(rows), list(cols), scorer=Levenshtein.distance, dtype=np.float64, workers=1)
+    limit = {} if cutoff is None else {"score_cutoff": max(math.ceil(cutoff) - 1, 0)}
+    return cdist(
+        list(rows), list(cols), scorer=Levenshtein.distance, dtype=np.float64, workers=1, **limit
+    )
 
 
 #: The block form ``pairwise`` uses instead of one call per pair (see its ``metric`` argument).

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 from pymc.gp.cov import BaseCovariance
-from pymc.gp.util import JITTER_DEFAULT
+from pymc.gp.util import JITTER_DEFAULT, replace_with_values
+from pytensor.graph.basic import Constant, Variable
+from scipy import sparse as sparse_matrix
 
-from pymc_sle._pymc_compat import build_marginal_likelihood
-from pymc_sle._validation import constant_value
+from pymc_sle._pymc_compat import build_marginal_likelihood, product_factors
+from pymc_sle._validation import as_index_array, constant_value
 from pymc_sle.gp._log_density import gaussian_logp
+from pymc_sle.gp._sparse_likelihood import SparseSLELogDensity, SparseSLEProblem, draw
+from pymc_sle.gp._sparse_prediction import predict as predict_sparse
+from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
 __all__ = ["Marginal"]
 
@@ -38,6 +45,13 @@ class Marginal(pm.gp.Marginal):
 
     Works with any covariance, not only :class:`pymc_sle.SLE`, on the C, NUMBA and JAX backends
     (``pm.sample()``, ``nuts_sampler="nutpie"``, ``nuts_sampler="numpyro"``).
+
+    **Large data.** When the covariance is an SLE on a :class:`~pymc_sle.SparseDistanceMatrix`
+    with the RBF inner kernel and scalar bump parameters, times any scalar signal variance, and
+    the noise is a scalar ``sigma``, the likelihood never forms an ``n x n`` matrix: it factorises
+    a sparse matrix and adds a rank-one term (:class:`pymc_sle.gp.SparseSLELogDensity`, exact, the
+    same values and gradients). Other covariances on sparse distances take the dense path, with a
+    warning. ``conditional`` and ``predict`` stay PyMC's (dense) in both cases.
 
     Examples
     --------
@@ -66,8 +80,27 @@ class Marginal(pm.gp.Marginal):
         unobserved ``MvNormal``. ``**kwargs`` go to :class:`pymc.CustomDist`.
         """
         noise_func = sigma if isinstance(sigma, BaseCovariance) else pm.gp.cov.WhiteNoise(sigma)
-        mu, cov = build_marginal_likelihood(self, X, noise_func, jitter)
         self.X, self.y, self.sigma = X, y, noise_func
+        sparse = None
+        if is_observed:
+            _check_observations(X, y)
+            sparse = _sparse_likelihood(self.cov_func, X, y, noise_func, jitter)
+        self._sparse = None
+        if sparse is not None:  # never builds the n x n covariance
+            problem, parameters, sle_cov = sparse
+            mu = self.mean_func(X)
+            self._sparse = (problem, parameters, sle_cov, mu)
+            return pm.CustomDist(
+                name,
+                mu,
+                *parameters,
+                logp=partial(_sparse_logp, problem=problem),
+                random=partial(_sparse_random, problem=problem),
+                signature="(n)" + ",()" * len(parameters) + "->(n)",
+                observed=y,
+                **kwargs,
+            )
+        mu, cov = build_marginal_likelihood(self, X, noise_func, jitter)
         if not is_observed:
             warnings.warn(
                 "The 'is_observed' argument has been deprecated.  If the GP is "
@@ -76,7 +109,6 @@ class Marginal(pm.gp.Marginal):
                 stacklevel=2,
             )
             return pm.MvNormal(name, mu=mu, cov=cov, **kwargs)
-        _check_observations(X, y)
         return pm.CustomDist(
             name,
             mu,
@@ -87,6 +119,143 @@ class Marginal(pm.gp.Marginal):
             observed=y,
             **kwargs,
         )
+
+    def predict(
+        self,
+        Xnew,
+        point=None,
+        diag=False,
+        pred_noise=False,
+        given=None,
+        jitter=JITTER_DEFAULT,
+        model=None,
+    ):
+        """Mean and covariance of the conditional at ``Xnew`` given ``point``, as
+        :meth:`pymc.gp.Marginal.predict`.
+
+        After a sparse marginal likelihood (see "Large data" above), the prediction is sparse
+        too: ``diag=True`` is required (pointwise variances; a full covariance of the new points
+        would be dense), ``given`` is not supported, and the training covariance keeps the jitter
+        it had in :meth:`marginal_likelihood`. Cost: one forward solve with the training factor
+        per new point, in batches.
+        """
+        sparse = getattr(self, "_sparse", None)
+        if not sparse:
+            return super().predict(Xnew, point, diag, pred_noise, given, jitter, model)
+        if given:
+            raise ValueError(
+                f"`given` is not supported after a sparse marginal likelihood, but got {given!r}"
+            )
+        if not diag:
+            raise ValueError(
+                "after a sparse marginal likelihood, predict gives pointwise variances only: pass "
+                "diag=True (a full covariance of the new points would be a dense n_new x n_new "
+                "matrix)"
+            )
+        problem, parameters, sle_cov, mu = sparse
+        rows = as_index_array(
+            "Xnew",
+            np.asarray(constant_value(Xnew))[:, int(sle_cov.active_dims[0])],
+            sle_cov.distances.n_points,
+            axis_name="rows of the distances",
+        )
+        values = replace_with_values(
+            [*parameters, mu, self.mean_func(Xnew), pt.square(self.sigma.sigma)],
+            replacements=point,
+            model=model,
+        )
+        *numbers, mu_train, mean_new, noise = (np.asarray(v, dtype=float) for v in values)
+        block = sle_cov.distances.take(rows=rows, cols=sle_cov.landmarks)
+        keep = block.values < sle_cov.radius_max
+        row_of = np.repeat(np.arange(rows.size), np.diff(block.indptr))
+        new = sparse_matrix.csr_matrix(
+            (block.values[keep], block.indices[keep], _indptr(row_of[keep], rows.size)),
+            shape=(rows.size, sle_cov.n_landmarks),
+        )
+        residual = np.asarray(constant_value(self.y), dtype=float) - mu_train
+        offset, variance = predict_sparse(problem, new, residual, *(float(v) for v in numbers))
+        return mean_new + offset, variance + noise if pred_noise else variance
+
+
+def _indptr(row_of: np.ndarray, n_rows: int) -> np.ndarray:
+    """CSR row pointers of entries whose rows (sorted) are ``row_of``."""
+    return np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=n_rows))])
+
+
+def _sparse_logp(value, mu, *parameters, problem):
+    return SparseSLELogDensity(problem)(value - mu, *parameters)[0]
+
+
+def _sparse_random(mu, *parameters, problem, rng=None, size=None):
+    rng = np.random.default_rng(rng)
+    values = [float(np.asarray(p)) for p in parameters]
+    return np.asarray(mu) + draw(problem, *values, rng=rng, size=() if size is None else size)
+
+
+def _sparse_sle_factors(cov_func):
+    """``(sle, scalars)`` if ``cov_func`` is an SLE on sparse distances, alone or times scalar
+    factors; ``None`` otherwise."""
+    from pymc_sle.kernels._sle import SLE
+
+    factors = product_factors(cov_func)
+    kernels = [f for f in factors if isinstance(f, BaseCovariance)]
+    if len(kernels) != 1 or not isinstance(kernels[0], SLE):
+        return None
+    sle = kernels[0]
+    if not isinstance(sle.distances, SparseDistanceMatrix):
+        return None
+    scalars = [pt.as_tensor_variable(f) for f in factors if not isinstance(f, BaseCovariance)]
+    return sle, scalars
+
+
+def _sparse_likelihood(cov_func, X, y, noise_func, jitter):
+    """``(problem, parameters, sle)`` for the sparse exact likelihood, or ``None`` (with a warning
+    naming why, when the distances are sparse but the model is not of the supported form)."""
+    found = _sparse_sle_factors(cov_func)
+    if found is None:
+        return None
+    sle, scalars = found
+    rows = constant_value(X)
+    reasons = []
+    if type(sle.inner) is not pm.gp.cov.ExpQuad:
+        reasons.append(f"inner kernel {type(sle.inner).__name__} (needs inner='rbf')")
+    if any(p.type.ndim != 0 for p in (sle.radius, sle.amplitude, sle.shape)):
+        reasons.append("per-landmark radius, amplitude or shape (needs scalars)")
+    if any(f.type.ndim != 0 for f in scalars):
+        reasons.append("a non-scalar factor of the covariance")
+    if (
+        type(noise_func) is not pm.gp.cov.WhiteNoise
+        or pt.as_tensor_variable(noise_func.sigma).type.ndim
+    ):
+        reasons.append("a noise that is not one scalar sigma")
+    if (isinstance(X, Variable) and not isinstance(X, Constant)) or rows is None:
+        reasons.append("an X that is not fixed numbers (pm.Data)")
+    observed = constant_value(y)
+    if observed is not None and observed.ndim != 1:
+        reasons.append("several outputs in y")
+    if reasons:
+        warnings.warn(
+            "The covariance is an SLE on sparse distances, but the sparse likelihood does not "
+            f"cover {'; '.join(reasons)}: the dense n x n path runs instead, with the sparse "
+            "distances filled in as dense.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return None
+    train = rows[:, int(sle.active_dims[0])].astype(np.int64)
+    block = sle.distances.take(rows=train, cols=sle.landmarks)
+    keep = block.values < sle.radius_max
+    row_of = np.repeat(np.arange(train.size), np.diff(block.indptr))
+    problem = SparseSLEProblem(
+        _indptr(row_of[keep], train.size),
+        block.indices[keep],
+        block.values[keep],
+        sle.n_landmarks,
+        sle.radius_max,
+    )
+    scale = pt.prod(pt.stack(scalars)) if scalars else pt.constant(1.0)
+    noise = pt.square(noise_func.sigma) + jitter
+    return problem, (sle.radius, sle.amplitude, sle.shape, sle.ls, scale, noise), sle
 
 
 def _known_shape(value) -> tuple | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from functools import cached_property
 
 import numpy as np
 import pytensor.tensor as pt
@@ -14,6 +15,7 @@ from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
 from pymc_sle.kernels._embedding_ops import cross_squared_distances, dense_squared_distances
 from pymc_sle.kernels._inner import kernel_of_squared_distance, resolve_inner
 from pymc_sle.kernels._inputs import check_single_active_dim, distance_rows, feature_block
+from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
 __all__ = ["LandmarkCovariance"]
 
@@ -63,7 +65,11 @@ class LandmarkCovariance(Covariance):
             self._n_landmarks = len(self.active_dims)
             return
         check_single_active_dim(self.active_dims)
-        self.distances = as_distance_matrix(distances)
+        self.distances = (
+            distances
+            if isinstance(distances, SparseDistanceMatrix)
+            else as_distance_matrix(distances)
+        )
         if landmarks is None:
             landmarks = np.arange(self.distances.n_columns)
         landmarks = as_index_array(
@@ -82,13 +88,22 @@ class LandmarkCovariance(Covariance):
             )
         self.landmarks = landmarks
         self._n_landmarks = int(landmarks.size)
+
+    @cached_property
+    def _landmark_values(self) -> np.ndarray:
+        """Index mode: ``(n_points, m)``, all the kernel reads; with every column a landmark, no
+        copy is made. Sparse distances become dense here, ``inf`` where nothing is stored (the
+        bump of ``inf`` is 0): only graphs that need the dense block build it."""
+        every_column = np.array_equal(self.landmarks, np.arange(self.distances.n_columns))
+        if isinstance(self.distances, SparseDistanceMatrix):
+            chosen = self.distances if every_column else self.distances.take(cols=self.landmarks)
+            return chosen.to_dense()
         values = self.distances.values
-        every_column = np.array_equal(landmarks, np.arange(self.distances.n_columns))
-        # (n_points, m) is all the kernel reads; with every column a landmark, no copy is made.
-        self._landmark_values = (
-            values if every_column else np.ascontiguousarray(values[:, landmarks])
-        )
-        self._landmark_block = pt.constant(self._landmark_values, name="landmark_distances")
+        return values if every_column else np.ascontiguousarray(values[:, self.landmarks])
+
+    @cached_property
+    def _landmark_block(self) -> pt.TensorConstant:
+        return pt.constant(self._landmark_values, name="landmark_distances")
 
     @property
     def landmark_block(self) -> pt.TensorConstant | None:

@@ -20,6 +20,7 @@ from pymc_sle.kernels._embedding_ops import (
     sparse_squared_distances,
 )
 from pymc_sle.kernels._landmark import LandmarkCovariance
+from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
 __all__ = ["SLE", "SPARSE_FILL_THRESHOLD"]
 
@@ -92,9 +93,12 @@ class SLE(LandmarkCovariance):
 
     Parameters
     ----------
-    distances : DistanceMatrix or array_like of shape (n_points, n_columns), optional
+    distances : DistanceMatrix, SparseDistanceMatrix or array_like, optional
+        Of shape (n_points, n_columns).
         Index mode: distances from every point the model evaluates (rows) to landmark
-        candidates (columns). ``None`` (the default) selects feature mode.
+        candidates (columns). ``None`` (the default) selects feature mode. A
+        :class:`~pymc_sle.SparseDistanceMatrix` bounds the radius by its ``cutoff`` and lets
+        :class:`pymc_sle.gp.Marginal` take its sparse exact likelihood (README, "Large data").
     landmarks : array_like of int of shape (m,), optional
         Index mode: column indices of the landmarks, unique. ``None`` uses every column; must be
         ``None`` in feature mode, where the landmarks are the active columns of ``X``.
@@ -124,7 +128,8 @@ class SLE(LandmarkCovariance):
         the memory of ``embedding="auto"`` and is what ``"sparse"`` needs. A random ``radius`` is
         then used as ``min(radius, radius_max)``, so give it a prior bounded by ``radius_max``.
         Inferred when ``radius`` is fixed (its largest value) or is a model variable with a
-        constant upper bound (``pm.Uniform``, ``pm.Truncated``).
+        constant upper bound (``pm.Uniform``, ``pm.Truncated``); with sparse distances, at most
+        (and by default) their ``cutoff``.
     embedding : {"auto", "dense", "sparse"}, default "auto"
         How the training covariance is computed. ``"auto"`` finds the embedding's non-zeros at
         every evaluation, at the current parameter values, evaluates the bump there only, and
@@ -217,7 +222,7 @@ class SLE(LandmarkCovariance):
         if embedding not in _EMBEDDINGS:
             raise ValueError(f"`embedding` must be one of {_EMBEDDINGS}, but got {embedding!r}")
         self.embedding = embedding
-        self.radius_max = self._resolve_radius_max(radius, radius_max)
+        self.radius_max = self._resolve_radius_max(radius, radius_max, self.distances)
         if embedding == "sparse" and self.radius_max is None:
             raise ValueError(
                 "embedding='sparse' needs a bounded radius: pass `radius_max`, a fixed `radius`, "
@@ -228,7 +233,27 @@ class SLE(LandmarkCovariance):
             self.radius = pt.minimum(self.radius, self.radius_max)
 
     @staticmethod
-    def _resolve_radius_max(radius, radius_max) -> float | None:
+    def _resolve_radius_max(radius, radius_max, distances) -> float | None:
+        """The bound on the radius: given, fixed, or the prior's constant upper bound; with
+        sparse distances at most their cutoff (nothing beyond it is stored)."""
+        if not isinstance(distances, SparseDistanceMatrix):
+            return SLE._radius_bound(radius, radius_max)
+        cutoff = distances.cutoff
+        fixed = constant_value(radius)
+        for name, value in (
+            ("radius", None if fixed is None else fixed.max()),
+            ("radius_max", radius_max),
+        ):
+            if value is not None and float(value) > cutoff:
+                raise ValueError(
+                    f"`{name}` must be at most the cutoff {cutoff:.6g} of the sparse distances "
+                    f"(larger distances are not stored), but is {float(value):.6g}"
+                )
+        bound = SLE._radius_bound(radius, radius_max)
+        return cutoff if bound is None else min(bound, cutoff)
+
+    @staticmethod
+    def _radius_bound(radius, radius_max) -> float | None:
         fixed = constant_value(radius)
         if radius_max is not None:
             radius_max = float(check_positive_parameter("radius_max", radius_max, None))
@@ -261,7 +286,10 @@ class SLE(LandmarkCovariance):
         far above the largest the kernel depends on ``radius**2 * ls`` only (a ridge)."""
         block = self._fixed_to_landmarks(X)
         radius, self._radius_prior = self._radius_prior, None
-        if radius is None or block is None or not (block > 0).any():
+        if radius is None or block is None:
+            return
+        block = block[np.isfinite(block)]  # sparse distances: inf where none is stored
+        if not (block > 0).any():
             return
         low, high = float(block[block > 0].min()), float(block.max())
         mass = _prior_mass_outside(radius, low, high)

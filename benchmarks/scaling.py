@@ -1,0 +1,492 @@
+"""Exact SLE Gaussian processes at large N: sparse distances and the sparse likelihood.
+
+Three sections, each in fresh processes (``--section`` runs one and keeps the others' results):
+
+- ``sizes``: for each training set size N (random vertices of a mesh, every one a landmark):
+  geodesic distances with a cutoff (truncated Dijkstra), the symbolic analysis, the SLE-RBF log
+  density and its gradient through ``sle.gp.Marginal`` (the sparse path), the factorisation
+  alone, and -- up to ``--dense-max`` -- the same model on dense distances (the dense path). The
+  cutoff gives every bump about ``--per-bump`` training points; the radius sits at the cutoff
+  (the pattern's full extent).
+- ``map``: distances, model, MAP (``sle.find_map``) and sparse prediction on the Stanford bunny's
+  geodesic sine field with noise, whole bunny (30,000 training vertices) against 1,000, scored
+  on the same held-out vertices.
+- ``nuts``: ``pm.sample`` (4 chains x (500 + 500), 2 processes, one BLAS thread each) at
+  N = 5,000 on the same field.
+
+Writes ``benchmarks/results/scaling.{json,md,png}``.
+
+    python -m benchmarks.scaling [--quick] [--section sizes|map|nuts]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks._paths import RESULTS, ROOT, SHARED_DATA
+
+BUNNY = SHARED_DATA / "stanford-bunny.obj"
+TARGET_20K_S = 3.0
+TARGET_100K_S = 60.0
+TARGET_MEMORY_MIB = 8 * 1024
+TARGET_SPEEDUP = 20.0
+TARGET_GRADIENT_RATIO = 4.0
+TARGET_MAP_MIN = 15.0
+TARGET_NUTS_MIN = 90.0
+
+
+def _mesh(name: str):
+    """The named mesh's largest component: the Stanford bunny (when ``../shared/data`` has it)
+    or an icosphere with ``2 + 10 * 4**k`` vertices (``icosphere-k``)."""
+    from pymc_sle.distances import Mesh, load_mesh
+
+    if name == "bunny":
+        return load_mesh(BUNNY).largest_component()[0]
+    import trimesh
+
+    sphere = trimesh.creation.icosphere(subdivisions=int(name.split("-")[1]))
+    return Mesh(sphere.vertices, sphere.faces)
+
+
+def _surface_area(mesh) -> float:
+    a, b, c = (mesh.vertices[mesh.faces[:, k]] for k in range(3))
+    return float(0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1).sum())
+
+
+def _model(distances, train, y, radius, landmarks=None):
+    """The benchmark's model: ``eta**2 * SLE(..., inner="rbf")`` plus noise; ``radius`` a number
+    or a ``(low, high)`` uniform prior. Returns the model and its GP."""
+    import pymc as pm
+
+    import pymc_sle as sle
+
+    with pm.Model() as model:
+        if isinstance(radius, tuple):
+            radius = pm.Uniform("radius", *radius)
+        ls = pm.LogNormal("ls", np.log(2.0), 1.0)
+        eta = pm.HalfNormal("eta", 1.0)
+        sigma = pm.HalfNormal("sigma", 0.5)
+        cov = eta**2 * sle.SLE(distances, landmarks, radius=radius, ls=ls, inner="rbf")
+        gp = sle.gp.Marginal(cov_func=cov)
+        gp.marginal_likelihood("y", X=train[:, None], y=y, sigma=sigma)
+    return model, gp
+
+
+def _field(mesh_name: str, n_train: int, n_test: int, seed: int = 0):
+    """The mesh's geodesic sine field plus noise of sd 0.1: training and held-out vertices (the
+    held-out set does not depend on ``n_train``)."""
+    from pymc_sle.datasets import geodesic_sine_field
+
+    mesh = _mesh(mesh_name)
+    field = geodesic_sine_field(mesh)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(mesh.n_vertices)
+    test, rest = np.sort(order[:n_test]), order[n_test:]
+    train = np.sort(rest[: min(n_train, rest.size)])
+    y = field.f + 0.1 * rng.standard_normal(mesh.n_vertices)
+    return mesh, field.f, y, train, test
+
+
+def _fit(mesh_name: str, n_train: int, n_test: int, per_bump: float) -> tuple:
+    """Distances (rows: training then held-out vertices; columns: training vertices) and the
+    model with a radius prior uniform between a quarter of the cutoff and the cutoff."""
+    from pymc_sle.distances import geodesic
+
+    mesh, f, y, train, test = _field(mesh_name, n_train, n_test)
+    cutoff = float(np.sqrt(per_bump * _surface_area(mesh) / (np.pi * train.size)))
+    began = time.perf_counter()
+    rows = np.concatenate([train, test])
+    distances = geodesic(mesh.vertices, mesh.faces, rows=rows, cols=train, cutoff=cutoff, n_jobs=2)
+    distances_s = time.perf_counter() - began
+    local = np.arange(train.size)
+    model, gp = _model(distances, local, y[train], (cutoff / 4, cutoff))
+    return model, gp, distances_s, cutoff, f[test], y[test], train.size + np.arange(test.size)
+
+
+def measure_map(mesh_name: str, n_train: int, n_test: int, per_bump: float) -> dict:
+    """In this process: distances, model, MAP and prediction, each timed, and the scores."""
+    from scipy import stats
+
+    import pymc_sle as sle
+
+    began = time.perf_counter()
+    model, gp, distances_s, cutoff, f_test, y_test, test_rows = _fit(
+        mesh_name, n_train, n_test, per_bump
+    )
+    build_s = time.perf_counter() - began - distances_s
+    began = time.perf_counter()
+    with model:
+        fit = sle.find_map(n_starts=4, n_optimize=1, seed=0)
+    map_s = time.perf_counter() - began
+    began = time.perf_counter()
+    with model:
+        mean, variance = gp.predict(test_rows[:, None], point=fit.point, diag=True, pred_noise=True)
+    predict_s = time.perf_counter() - began
+    half = stats.norm.ppf(0.975) * np.sqrt(variance)
+    return {
+        "mesh": mesh_name,
+        "n_train": int(test_rows[0]),
+        "n_test": int(test_rows.size),
+        "cutoff": cutoff,
+        "distances_s": distances_s,
+        "build_s": build_s,
+        "map_s": map_s,
+        "evaluations": fit.n_evaluations,
+        "predict_s": predict_s,
+        "predict_ms_per_point": 1e3 * predict_s / test_rows.size,
+        "total_s": distances_s + build_s + map_s + predict_s,
+        "point": {k: float(fit.point[k]) for k in ("radius", "ls", "eta", "sigma")},
+        "rmse_latent": float(sle.metrics.rmse(f_test, mean)),
+        "picp_95": float(sle.metrics.picp(y_test, mean - half, mean + half)),
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def measure_nuts(mesh_name: str, n_train: int, draws: int, tune: int, chains: int) -> dict:
+    """In this process: ``pm.sample`` on the sparse likelihood, one BLAS thread per chain."""
+    import arviz as az
+    import pymc as pm
+    from threadpoolctl import threadpool_limits
+
+    model, *_ = _fit(mesh_name, n_train, 1, per_bump=32.0)
+    began = time.perf_counter()
+    with model, threadpool_limits(1):
+        idata = pm.sample(
+            draws=draws, tune=tune, chains=chains, cores=2, random_seed=1, progressbar=False
+        )
+    wall_s = time.perf_counter() - began
+    table = az.summary(idata, var_names=["radius", "ls", "eta", "sigma"])
+    return {
+        "mesh": mesh_name,
+        "n_train": n_train,
+        "chains": chains,
+        "draws": draws,
+        "tune": tune,
+        "wall_min": wall_s / 60,
+        "r_hat_max": float(table["r_hat"].max()),
+        "ess_bulk_min": float(table["ess_bulk"].min()),
+        "ess_tail_min": float(table["ess_tail"].min()),
+        "divergences": int(idata.sample_stats["diverging"].sum()),
+        "mean_tree_depth": float(idata.sample_stats["tree_depth"].mean()),
+        "summary": table.reset_index().to_dict(orient="records"),
+    }
+
+
+def measure(mesh_name: str, n: int, per_bump: float, dense_max: int, reps: int) -> dict:
+    """In this process: one row of the table."""
+    from benchmarks.performance import compile_value_and_grad, median_ms
+    from pymc_sle.distances import geodesic
+    from pymc_sle.gp import _supernodal
+    from pymc_sle.gp._sparse_likelihood import SparseSLELogDensity
+
+    mesh = _mesh(mesh_name)
+    rng = np.random.default_rng(0)
+    n = min(n, mesh.n_vertices)
+    train = np.sort(rng.choice(mesh.n_vertices, n, replace=False))
+    cutoff = float(np.sqrt(per_bump * _surface_area(mesh) / (np.pi * n)))
+    began = time.perf_counter()
+    distances = geodesic(mesh.vertices, mesh.faces, rows=train, cols=train, cutoff=cutoff, n_jobs=2)
+    distances_s = time.perf_counter() - began
+    y = np.sin(6.0 * mesh.vertices[train, 1] / np.ptp(mesh.vertices[:, 1]))
+    y = y + 0.1 * rng.standard_normal(n)
+    local = np.arange(n)
+    began = time.perf_counter()
+    model, _ = _model(distances, local, y, radius=cutoff)
+    build_s = time.perf_counter() - began
+    value_and_grad = compile_value_and_grad(model, "FAST_RUN")
+    op = _sparse_op(model)
+    problem = op.problem
+    sparse_ms = median_ms(value_and_grad, reps)
+    symbolic = problem.symbolic
+
+    def factor_only():
+        values = np.zeros(symbolic.n_values)
+        values[symbolic.entry_index] = np.where(problem.pair_i == problem.pair_j, 2.0, 1e-3)
+        _supernodal.factorize(symbolic, values)
+        return values
+
+    factor_ms = median_ms(factor_only, reps)
+    factor = factor_only()
+    selinv_ms = median_ms(lambda: _supernodal.selected_inverse(symbolic, factor), reps)
+    row = {
+        "mesh": mesh_name,
+        "n": n,
+        "cutoff": cutoff,
+        "distances_per_row": distances.nnz / n,
+        "distances_s": distances_s,
+        "build_s": build_s,
+        "pairs_per_row": 2 * problem.n_pairs / n - 1,
+        "factor_entries": symbolic.n_values,
+        "factor_gflop": symbolic.flops / 1e9,
+        "sparse_ms": sparse_ms,
+        "factor_ms": factor_ms,
+        "selinv_ms": selinv_ms,
+        "dense_ms": None,
+    }
+    del model, value_and_grad
+    if n <= dense_max:
+        dense = distances.to_dense(fill=cutoff)  # the bump is 0 from the cutoff on
+        dense_model, _ = _model(dense, local, y, radius=cutoff)
+        row["dense_ms"] = median_ms(
+            compile_value_and_grad(dense_model, "FAST_RUN"), max(1, reps // 2)
+        )
+    row["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert isinstance(op, SparseSLELogDensity)
+    return row
+
+
+def _sparse_op(model):
+    """The model's sparse likelihood Op (the benchmark fails if the dense path ran)."""
+    from pytensor.graph.traversal import ancestors
+
+    for variable in ancestors([model.logp()]):
+        if variable.owner is not None and type(variable.owner.op).__name__ == "SparseSLELogDensity":
+            return variable.owner.op
+    raise RuntimeError("the model did not take the sparse likelihood")
+
+
+def _child(function: str, *args) -> dict:
+    code = (
+        "import json\n"
+        f"from benchmarks.scaling import {function}\n"
+        f"print('RESULT', json.dumps({function}(*{args!r})))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    if out.returncode:
+        raise RuntimeError(f"{function}{args} failed:\n{out.stderr[-3000:]}")
+    line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line.removeprefix("RESULT "))
+
+
+def _slope(rows, key) -> float | None:
+    points = [(r["n"], r[key]) for r in rows if r.get(key)]
+    if len(points) < 2:
+        return None
+    n, t = np.log(np.array(points)).T
+    return float(np.polyfit(n, t, 1)[0])
+
+
+def summary(result: dict) -> str:
+    lines = ["# Exact SLE Gaussian processes at large N", ""]
+    rows = result.get("sizes", [])
+    if rows:
+        lines += [
+            f"Machine: {result['machine']}. One run; each N in a fresh process. N random vertices "
+            "of the mesh are the training points and the landmarks; geodesic (graph) distances "
+            f"below a cutoff that gives each bump about {result['per_bump']:g} training points; "
+            "the SLE-RBF model `eta**2 * SLE(..., inner='rbf')` with noise, radius at the cutoff. "
+            "Log density + gradient with respect to ls, eta, sigma through `sle.gp.Marginal` "
+            f"(median of {result['reps']}); the factorisation alone on the same pattern; the "
+            "dense path on the same distances filled in as a dense matrix, up to its size limit.",
+            "",
+            "| mesh | N | distances (s) | entries / row | B entries / row | factor (GFlop) "
+            "| logp + grad sparse (s) | factorisation (s) | selected inverse / factorisation "
+            "| logp + grad / factorisation | dense (s) | dense / sparse | peak (MiB) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            dense = "" if r["dense_ms"] is None else f"{r['dense_ms'] / 1e3:.2f}"
+            ratio = "" if r["dense_ms"] is None else f"{r['dense_ms'] / r['sparse_ms']:.0f}x"
+            lines.append(
+                f"| {r['mesh']} | {r['n']:,} | {r['distances_s']:.1f} "
+                f"| {r['distances_per_row']:.0f} | {r['pairs_per_row']:.0f} "
+                f"| {r['factor_gflop']:.1f} | {r['sparse_ms'] / 1e3:.2f} "
+                f"| {r['factor_ms'] / 1e3:.2f} | {r['selinv_ms'] / r['factor_ms']:.1f} "
+                f"| {r['sparse_ms'] / r['factor_ms']:.1f} | {dense} "
+                f"| {ratio} | {r['peak_mib']:,.0f} |"
+            )
+        lines += ["", "Fitted log-log slopes (time ~ N^slope):", ""]
+        for key, label in (
+            ("sparse_ms", "sparse logp + grad"),
+            ("dense_ms", "dense logp + grad"),
+            ("distances_s", "distances"),
+        ):
+            slope = _slope(rows, key)
+            if slope is not None:
+                lines.append(f"- {label}: {slope:.2f}")
+        lines.append("")
+    fits = result.get("map", [])
+    if fits:
+        lines += [
+            "## A fit at scale: MAP and prediction",
+            "",
+            "The geodesic sine field (`sle.datasets.geodesic_sine_field`) plus noise of sd 0.1; "
+            "the same held-out vertices for every row; each bump about "
+            f"{result['per_bump']:g} training points, radius uniform between a quarter of the "
+            "cutoff and the cutoff. `sle.find_map(n_starts=4, n_optimize=1)`, then "
+            "`gp.predict(..., diag=True)` (sparse). RMSE against the noiseless field; PICP of the "
+            "95 % interval of new observations.",
+            "",
+            "| mesh | training | held out | distances (s) | model (s) | MAP (s) | evaluations "
+            "| prediction (ms / point) | total (min) | RMSE | PICP 95 | peak (MiB) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in fits:
+            lines.append(
+                f"| {r['mesh']} | {r['n_train']:,} | {r['n_test']:,} | {r['distances_s']:.1f} "
+                f"| {r['build_s']:.1f} | {r['map_s']:.1f} | {r['evaluations']} "
+                f"| {r['predict_ms_per_point']:.2f} | {r['total_s'] / 60:.1f} "
+                f"| {r['rmse_latent']:.4f} | {r['picp_95']:.3f} | {r['peak_mib']:,.0f} |"
+            )
+        lines.append("")
+    nuts = result.get("nuts")
+    if nuts:
+        lines += [
+            "## NUTS on the sparse likelihood",
+            "",
+            f"`pm.sample` at N = {nuts['n_train']:,} ({nuts['mesh']}, the same field and model): "
+            f"{nuts['chains']} chains x ({nuts['tune']} + {nuts['draws']}), 2 processes with one "
+            f"BLAS thread each: {nuts['wall_min']:.1f} min wall, largest r-hat "
+            f"{nuts['r_hat_max']:.3f}, smallest bulk ESS {nuts['ess_bulk_min']:.0f}, tail ESS "
+            f"{nuts['ess_tail_min']:.0f}, {nuts['divergences']} divergences, mean tree depth "
+            f"{nuts['mean_tree_depth']:.1f}.",
+            "",
+        ]
+    lines += ["## Targets", ""] + [f"- {t}" for t in targets(result)]
+    return "\n".join(lines) + "\n"
+
+
+def targets(result: dict) -> list[str]:
+    """Each target of the large-N issue that this benchmark measures, met or not."""
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "missed"
+
+    out = []
+    rows = result.get("sizes", [])
+    for r in (r for r in rows if 18_000 <= r["n"] <= 22_000):
+        s = r["sparse_ms"] / 1e3
+        out.append(
+            f"logp + grad at N = {r['n']:,} ({r['mesh']}): {s:.2f} s, target <= "
+            f"{TARGET_20K_S:g} s: {verdict(s <= TARGET_20K_S)}"
+        )
+    dense_rows = [r for r in rows if r["dense_ms"] is not None]
+    if dense_rows:
+        r = max(dense_rows, key=lambda r: r["n"])
+        speedup = r["dense_ms"] / r["sparse_ms"]
+        out.append(
+            f"speed-up over dense at the largest dense N = {r['n']:,}: {speedup:.0f}x, "
+            f"target >= {TARGET_SPEEDUP:g}x: {verdict(speedup >= TARGET_SPEEDUP)}"
+        )
+    for r in (r for r in rows if r["n"] >= 100_000):
+        s, mib = r["sparse_ms"] / 1e3, r["peak_mib"]
+        out.append(
+            f"N = {r['n']:,}: {s:.1f} s, peak {mib:,.0f} MiB, target <= {TARGET_100K_S:g} s "
+            f"and <= {TARGET_MEMORY_MIB:,} MiB: "
+            f"{verdict(s <= TARGET_100K_S and mib <= TARGET_MEMORY_MIB)}"
+        )
+    large = [r for r in rows if r["n"] >= 5_000] or rows
+    if large:
+        worst = max(large, key=lambda r: r["sparse_ms"] / r["factor_ms"])
+        ratio = worst["sparse_ms"] / worst["factor_ms"]
+        out.append(
+            f"logp + gradient / factorisation alone, worst row from N = 5,000 on "
+            f"(N = {worst['n']:,}): {ratio:.1f}, target <= {TARGET_GRADIENT_RATIO:g}: "
+            f"{verdict(ratio <= TARGET_GRADIENT_RATIO)} (the selected inversion alone: "
+            f"{worst['selinv_ms'] / worst['factor_ms']:.1f} x the factorisation)"
+        )
+    for r in result.get("map", []):
+        if r["n_train"] >= 30_000:
+            minutes = r["total_s"] / 60
+            out.append(
+                f"MAP on {r['n_train']:,} training vertices, distances included: "
+                f"{minutes:.1f} min, target <= {TARGET_MAP_MIN:g} min: "
+                f"{verdict(minutes <= TARGET_MAP_MIN)}"
+            )
+    nuts = result.get("nuts")
+    if nuts and nuts["n_train"] >= 5_000:
+        out.append(
+            f"NUTS at N = {nuts['n_train']:,}: {nuts['wall_min']:.1f} min, target <= "
+            f"{TARGET_NUTS_MIN:g} min: {verdict(nuts['wall_min'] <= TARGET_NUTS_MIN)}"
+        )
+    return out
+
+
+def figure(rows, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for key, label, marker in (
+        ("sparse_ms", "sparse logp + grad", "o"),
+        ("factor_ms", "factorisation alone", "s"),
+        ("dense_ms", "dense logp + grad", "^"),
+    ):
+        points = [(r["n"], r[key] / 1e3) for r in rows if r.get(key)]
+        if points:
+            n, t = zip(*sorted(points), strict=True)
+            slope = _slope(rows, key)
+            ax.loglog(n, t, marker=marker, label=f"{label} (slope {slope:.2f})" if slope else label)
+    ax.set_xlabel("training points N")
+    ax.set_ylabel("seconds")
+    ax.set_title("SLE-RBF marginal likelihood: sparse exact vs dense")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+SECTIONS = ("sizes", "map", "nuts")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes on an icosphere")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--section", choices=SECTIONS, action="append")
+    parser.add_argument("--per-bump", type=float, default=32.0)
+    parser.add_argument("--dense-max", type=int, default=10_000)
+    args = parser.parse_args()
+    stem = "scaling_quick" if args.quick else "scaling"
+    path = args.out / f"{stem}.json"
+    sections = args.section or SECTIONS
+    result = json.loads(path.read_text()) if path.exists() and args.section else {}
+    result.update(machine=f"{platform.machine()}, {os.cpu_count()} cores", per_bump=args.per_bump)
+    mesh = "bunny" if BUNNY.exists() else "icosphere-6"
+    if args.quick:
+        sizes, reps, dense_max = [("icosphere-3", 300), ("icosphere-3", 600)], 2, 600
+        fits, nuts = [("icosphere-3", 300, 100)], ("icosphere-3", 200, 20, 20, 2)
+    else:
+        sizes = [(mesh, n) for n in (1_000, 2_000, 5_000, 10_000, 20_000, 34_834)]
+        sizes.append(("icosphere-7", 100_000))
+        reps, dense_max = 3, args.dense_max
+        fits = [(mesh, 1_000, 4_834), (mesh, 30_000, 4_834)]
+        nuts = (mesh, 5_000, 500, 500, 4)
+    if "sizes" in sections:
+        result["reps"] = reps
+        result["sizes"] = []
+        for mesh_name, n in sizes:
+            result["sizes"].append(_child("measure", mesh_name, n, args.per_bump, dense_max, reps))
+            print(result["sizes"][-1], flush=True)
+    if "map" in sections:
+        result["map"] = []
+        for mesh_name, n_train, n_test in fits:
+            result["map"].append(_child("measure_map", mesh_name, n_train, n_test, args.per_bump))
+            print(result["map"][-1], flush=True)
+    if "nuts" in sections:
+        result["nuts"] = _child("measure_nuts", *nuts)
+        print(result["nuts"], flush=True)
+    result["targets"] = targets(result)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2))
+    (args.out / f"{stem}.md").write_text(summary(result))
+    if result.get("sizes"):
+        figure(result["sizes"], args.out / f"{stem}.png")
+    print(summary(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+"""The sparse exact likelihood: the supernodal factorisation, selected inversion, and the SLE-RBF
+log density and gradient against the dense path."""
+
+import numpy as np
+import pymc as pm
+import pytest
+import scipy.sparse as sp
+
+import pymc_sle as sle
+from pymc_sle.gp import _supernodal
+from pymc_sle.gp._sparse_likelihood import SparseSLEProblem, draw, log_density
+
+
+def _random_spd(n, density, seed):
+    rng = np.random.default_rng(seed)
+    A = sp.random(n, n, density=density, random_state=seed)
+    A = A + A.T
+    A.data[:] = rng.uniform(-1, 1, A.nnz)
+    A = (A + A.T) / 2 + sp.diags(np.abs(A).sum(axis=1).A1 + 0.5)
+    return sp.tril(A).tocoo()
+
+
+@pytest.mark.parametrize(
+    ("n", "density", "seed"),
+    [(1, 1.0, 0), (7, 0.0, 1), (40, 0.05, 2), (120, 0.02, 3), (60, 1.0, 4), (300, 0.01, 5)],
+)
+def test_factorisation_solve_and_selected_inverse_equal_dense(n, density, seed):
+    lower = _random_spd(n, density, seed)
+    dense = lower.toarray()
+    dense = dense + np.tril(dense, -1).T
+    symbolic = _supernodal.analyse(n, lower.row, lower.col)
+    values = np.zeros(symbolic.n_values)
+    values[symbolic.entry_index] = lower.data
+    assert _supernodal.factorize(symbolic, values)
+    s = symbolic
+    log_det = _supernodal.log_determinant(values, s.sn_start, s.rows_ptr, s.l_ptr)
+    np.testing.assert_allclose(log_det, np.linalg.slogdet(dense)[1], rtol=1e-12)
+    rhs = np.random.default_rng(seed).standard_normal((n, 3))
+    solved = _supernodal.solve(values, s.sn_start, s.rows_ptr, s.rows, s.l_ptr, rhs[s.perm].copy())
+    back = np.empty_like(solved)
+    back[s.perm] = solved
+    np.testing.assert_allclose(back, np.linalg.solve(dense, rhs), atol=1e-12)
+    inverse = _supernodal.selected_inverse(symbolic, values)[symbolic.entry_index]
+    np.testing.assert_allclose(inverse, np.linalg.inv(dense)[lower.row, lower.col], atol=1e-13)
+    product = _supernodal.multiply_factor(values, s.sn_start, s.rows_ptr, s.rows, s.l_ptr, rhs)
+    factor = np.linalg.cholesky(dense[np.ix_(s.perm, s.perm)])
+    np.testing.assert_allclose(product, factor @ rhs, atol=1e-12)
+
+
+def test_factorisation_reports_an_indefinite_matrix():
+    lower = sp.coo_matrix(([1.0, 2.0, 1.0], ([0, 1, 1], [0, 1, 0])), shape=(2, 2))
+    lower.data[0] = -1.0
+    symbolic = _supernodal.analyse(2, lower.row, lower.col)
+    values = np.zeros(symbolic.n_values)
+    values[symbolic.entry_index] = lower.data
+    assert not _supernodal.factorize(symbolic, values)
+
+
+def test_analyse_rejects_a_pattern_without_its_diagonal():
+    with pytest.raises(ValueError, match="diagonal"):
+        _supernodal.analyse(3, [1, 2], [0, 0])
+    with pytest.raises(ValueError, match="row >= col"):
+        _supernodal.analyse(2, [0, 0, 1], [0, 1, 1])
+
+
+def _points(n, seed=0):
+    x = np.random.default_rng(seed).uniform(0, 1, (n, 2))
+    return np.linalg.norm(x[:, None] - x[None], axis=-1)
+
+
+def _model(distances, y, train, *, landmarks=None, inner="rbf", random_shape=False):
+    with pm.Model() as model:
+        radius = pm.Uniform("radius", 0.05, 0.3)
+        ls = pm.LogNormal("ls", 0.0, 1.0)
+        eta = pm.HalfNormal("eta", 1.0)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        shape = pm.LogNormal("shape", 0.0, 0.3) if random_shape else 1.0
+        amplitude = pm.LogNormal("amplitude", 0.0, 0.3) if random_shape else 1.0
+        cov = (
+            2.0
+            * eta**2
+            * sle.SLE(
+                distances,
+                landmarks,
+                radius=radius,
+                ls=ls,
+                shape=shape,
+                amplitude=amplitude,
+                inner=inner,
+            )
+        )
+        gp = sle.gp.Marginal(mean_func=pm.gp.mean.Constant(0.3), cov_func=cov)
+        gp.marginal_likelihood("y", X=train[:, None], y=y, sigma=sigma)
+    return model
+
+
+def _uses_sparse(model) -> bool:
+    nodes = model.compile_dlogp().f.maker.fgraph.apply_nodes
+    return any(type(node.op).__name__ == "SparseSLELogDensity" for node in nodes)
+
+
+@pytest.mark.filterwarnings("ignore:Both `amplitude` and `ls` are random")
+@pytest.mark.parametrize("random_shape", [False, True])
+@pytest.mark.parametrize("layout", ["square", "rectangular"])
+def test_sparse_likelihood_equals_the_dense_one(random_shape, layout):
+    n_points = 140
+    D = _points(n_points)
+    train = np.arange(0, n_points, 2) if layout == "rectangular" else np.arange(n_points)
+    landmarks = train if layout == "rectangular" else None
+    if layout == "rectangular":  # rows: every point; columns: the training points only
+        D, landmarks = D[:, train], None
+    y = np.sin(5 * D[train, 0]) + 0.1 * np.random.default_rng(1).standard_normal(train.size)
+    dense = _model(D, y, train, landmarks=landmarks, random_shape=random_shape)
+    sparse = _model(
+        sle.SparseDistanceMatrix.from_dense(D, cutoff=0.3),
+        y,
+        train,
+        landmarks=landmarks,
+        random_shape=random_shape,
+    )
+    assert _uses_sparse(sparse) and not _uses_sparse(dense)
+    logp = [m.compile_logp() for m in (dense, sparse)]
+    dlogp = [m.compile_dlogp() for m in (dense, sparse)]
+    rng = np.random.default_rng(2)
+    # radii across the prior: each adds or removes pattern entries (explicit zeros at small r)
+    for radius_raw in (-3.0, -1.0, 0.0, 1.5, 4.0):
+        point = dense.initial_point()
+        for name in point:
+            point[name] = rng.normal(0.0, 0.5, np.shape(point[name]))
+        point["radius_interval__"] = radius_raw
+        values = [f(point) for f in logp]
+        gradients = [f(point) for f in dlogp]
+        np.testing.assert_allclose(values[1], values[0], rtol=1e-8)
+        np.testing.assert_allclose(gradients[1], gradients[0], rtol=1e-8, atol=1e-8)
+
+
+def test_the_gradient_matches_finite_differences():
+    D = _points(60, seed=3)
+    problem = _problem(D, cutoff=0.35)
+    y = np.random.default_rng(4).standard_normal(60)
+    params = np.array([0.3, 1.2, 0.7, 1.5, 1.3, 0.2])
+    _, gradient = log_density(problem, y, *params)
+    for k in range(params.size):
+        step = np.zeros_like(params)
+        step[k] = 1e-6 * params[k]
+        up = log_density(problem, y, *(params + step), with_gradients=False)[0]
+        down = log_density(problem, y, *(params - step), with_gradients=False)[0]
+        np.testing.assert_allclose(gradient[1 + k], (up - down) / (2 * step[k]), rtol=1e-5)
+
+
+def _problem(D, cutoff):
+    sparse_d = sle.SparseDistanceMatrix.from_dense(D, cutoff=cutoff)
+    return SparseSLEProblem(sparse_d.indptr, sparse_d.indices, sparse_d.values, D.shape[1], cutoff)
+
+
+def test_draws_have_the_model_covariance():
+    D = _points(12, seed=5)
+    problem = _problem(D, cutoff=0.5)
+    radius, amplitude, shape, ls, scale, noise = 0.45, 1.0, 1.0, 0.8, 1.5, 0.1
+    draws = draw(
+        problem,
+        radius,
+        amplitude,
+        shape,
+        ls,
+        scale,
+        noise,
+        np.random.default_rng(6),
+        size=(40_000,),
+    )
+    phi = np.where(
+        D < radius, np.exp(shape * (1 - 1 / (1 - np.minimum(D / radius, 0.999) ** 2))), 0
+    )
+    E = ((phi[:, None] - phi[None]) ** 2).sum(-1)
+    cov = scale * np.exp(-E / (2 * ls**2)) + noise * np.eye(12)
+    assert draws.shape == (40_000, 12)
+    np.testing.assert_allclose(np.cov(draws.T), cov, atol=0.05)
+
+
+def test_a_radius_beyond_the_cutoff_is_refused():
+    D = _points(20)
+    with pytest.raises(ValueError, match="at most the cutoff"):
+        log_density(_problem(D, 0.2), np.zeros(20), 0.25, 1.0, 1.0, 1.0, 1.0, 0.1)
+    with pytest.raises(ValueError, match=r"`radius` must be at most the cutoff 0\.2"):
+        sle.SLE(sle.SparseDistanceMatrix.from_dense(D, cutoff=0.2), radius=0.3, ls=1.0)
+    with pytest.raises(ValueError, match="`radius_max` must be at most the cutoff"):
+        sle.SLE(
+            sle.SparseDistanceMatrix.from_dense(D, cutoff=0.2), radius=0.1, ls=1.0, radius_max=0.5
+        )
+
+
+def test_an_unsupported_model_on_sparse_distances_warns_and_runs_dense():
+    D = _points(50)
+    y = np.random.default_rng(0).standard_normal(50)
+    train = np.arange(50)
+    with pytest.warns(UserWarning, match="Matern32 \\(needs inner='rbf'\\)"):
+        model = _model(
+            sle.SparseDistanceMatrix.from_dense(D, cutoff=0.3), y, train, inner="matern32"
+        )
+    reference = _model(D, y, train, inner="matern32")
+    point = reference.initial_point()
+    np.testing.assert_allclose(model.compile_logp()(point), reference.compile_logp()(point))
+
+
+def test_sparse_prediction_equals_pymcs_dense_prediction():
+    D = _points(120, seed=7)
+    y = np.sin(4 * D[:, 3]) + 0.1 * np.random.default_rng(8).standard_normal(120)
+    train, test = np.arange(90), np.arange(90, 120)
+    predictions = {}
+    for kind, distances in (("dense", D), ("sparse", sle.SparseDistanceMatrix.from_dense(D, 0.3))):
+        with pm.Model():
+            radius = pm.Uniform("radius", 0.05, 0.3)
+            eta = pm.HalfNormal("eta", 1.0)
+            sigma = pm.HalfNormal("sigma", 1.0)
+            cov = eta**2 * sle.SLE(distances, train, radius=radius, ls=0.7, inner="rbf")
+            gp = sle.gp.Marginal(mean_func=pm.gp.mean.Constant(0.2), cov_func=cov)
+            gp.marginal_likelihood("y", X=train[:, None], y=y[train], sigma=sigma)
+            point = {"radius": 0.2, "eta": 1.3, "sigma": 0.2}
+            predictions[kind] = [
+                gp.predict(test[:, None], point=point, diag=True, pred_noise=noisy)
+                for noisy in (False, True)
+            ]
+            if kind == "sparse":
+                with pytest.raises(ValueError, match="pass diag=True"):
+                    gp.predict(test[:, None], point=point)
+                with pytest.raises(ValueError, match="`given` is not supported"):
+                    gp.predict(test[:, None], point=point, diag=True, given={"X": train})
+                with pytest.raises(ValueError, match="Xnew"):
+                    gp.predict(np.array([[500]]), point=point, diag=True)
+    for dense, sparse in zip(predictions["dense"], predictions["sparse"], strict=True):
+        np.testing.assert_allclose(sparse[0], dense[0], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(sparse[1], dense[1], rtol=1e-9, atol=1e-12)
