@@ -114,6 +114,13 @@ def test_disconnected_mesh_is_reported_and_rejected():
         ValueError, match="vertex 0 cannot reach vertex 3: the mesh has 2 connected components"
     ):
         geodesic(vertices, faces, rows=[0, 1], cols=[3])
+    with pytest.raises(ValueError, match="vertex 4 cannot reach vertex 1"):
+        geodesic(vertices, faces, rows=[4, 0], cols=[5, 1])
+    with pytest.raises(ValueError, match="vertex 5 cannot reach vertex 2"):
+        geodesic(vertices, faces, rows=[5, 4], cols=[3, 2])
+    # with a cutoff, another component is simply beyond it
+    sparse = geodesic(vertices, faces, rows=[0, 3], cols=[1, 4], cutoff=10.0)
+    np.testing.assert_array_equal(sparse.to_dense(), [[1.0, np.inf], [np.inf, 1.0]])
 
 
 def test_rejects_unknown_method():

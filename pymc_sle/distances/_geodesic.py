@@ -157,6 +157,15 @@ _EXTRA = {"heat": "potpourri3d", "exact": "pygeodesic"}
 _TRUNCATED_BLOCK = 256
 
 
+def _first_unreachable(row_labels: np.ndarray, col_labels: np.ndarray) -> tuple[int, int] | None:
+    """The first (row, col) pair, in row-major order, whose vertices lie in different components
+    -- without forming the rows x cols comparison."""
+    if np.any(col_labels != col_labels[0]):
+        return 0, int(np.flatnonzero(col_labels != row_labels[0])[0])
+    rows = np.flatnonzero(row_labels != col_labels[0])
+    return (int(rows[0]), 0) if rows.size else None
+
+
 def _truncated(mesh: Mesh, sources: np.ndarray, row_of: np.ndarray, cutoff: float):
     """Distances below ``cutoff`` from ``sources`` along mesh edges: Dijkstra searches that stop
     at ``cutoff``. Returns ``(row, source_position, distance)`` triplets, rows as numbered by
@@ -201,7 +210,8 @@ def geodesic(
         Keep only the distances below ``cutoff`` and return a
         :class:`~pymc_sle.SparseDistanceMatrix`: each search stops at ``cutoff``, so the cost
         follows the number of vertices within it, not ``V``. For large training sets; the SLE
-        radius must then stay at or below ``cutoff``. ``method="graph"`` only.
+        radius must then stay at or below ``cutoff``. ``method="graph"`` only. Vertices in
+        different connected components are beyond any cutoff (not stored, not an error).
     n_jobs : int, default 1
         Processes over which the columns are split (-1: all cores).
     progress : bool, default False
@@ -244,9 +254,9 @@ def geodesic(
     row_ids = indices_or_all("rows", rows, n, axis_name="vertices")
     col_ids = indices_or_all("cols", cols, n, axis_name="vertices")
     labels = mesh.component_labels  # also builds the edge graph once, before workers get the mesh
-    split = np.flatnonzero(labels[row_ids][:, None] != labels[col_ids][None, :])
-    if split.size:
-        i, j = np.unravel_index(split[0], (row_ids.size, col_ids.size))
+    unreachable = _first_unreachable(labels[row_ids], labels[col_ids])
+    if unreachable is not None and cutoff is None:  # with a cutoff: simply not stored
+        i, j = unreachable
         raise ValueError(
             f"vertex {row_ids[i]} cannot reach vertex {col_ids[j]}: the mesh has "
             f"{mesh.n_components} connected components and `rows`/`cols` span several. Use "
