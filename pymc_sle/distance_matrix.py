@@ -283,7 +283,17 @@ def _check_header(path: Path, header) -> None:
 
 
 def as_distance_matrix(distances) -> DistanceMatrix:
-    """Return ``distances`` as a :class:`DistanceMatrix`, validating arrays on the way."""
+    """Return ``distances`` as a :class:`DistanceMatrix`, validating arrays on the way; a
+    ``SparseDistanceMatrix`` is a ``TypeError`` saying where sparse distances go."""
+    from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
+
     if isinstance(distances, DistanceMatrix):
         return distances
+    if isinstance(distances, SparseDistanceMatrix):
+        raise TypeError(
+            "`distances` must be a dense DistanceMatrix here, but got a SparseDistanceMatrix: "
+            "sparse distances go to sle.SLE and sle.gp.Marginal (the large-data path; "
+            "sle_priors is dense only, so set the priors by hand, see "
+            "docs/how-to/large-data.md), or call .to_dense() for a small one"
+        )
     return DistanceMatrix(distances)

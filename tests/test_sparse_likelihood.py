@@ -230,3 +230,23 @@ def test_sparse_prediction_equals_pymcs_dense_prediction():
     for dense, sparse in zip(predictions["dense"], predictions["sparse"], strict=True):
         np.testing.assert_allclose(sparse[0], dense[0], rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(sparse[1], dense[1], rtol=1e-9, atol=1e-12)
+
+
+def test_bad_inputs_on_the_sparse_path_name_their_argument():
+    D = _points(30)
+    sparse_d = sle.SparseDistanceMatrix.from_dense(D, cutoff=0.3)
+    y = np.zeros(30)
+    with pytest.raises(ValueError, match="`X`"):
+        _model(sparse_d, y, np.arange(30) + 5)
+    with pytest.raises(TypeError, match="must be a dense DistanceMatrix here, but got a Sparse"):
+        sle.priors.sle_priors(sparse_d, np.arange(30), y)
+
+
+def test_dense_graphs_on_large_sparse_distances_are_refused(monkeypatch):
+    from pymc_sle.kernels import _landmark
+
+    D = sle.SparseDistanceMatrix.from_dense(_points(30), cutoff=0.3)
+    monkeypatch.setattr(_landmark, "_DENSE_FROM_SPARSE_LIMIT", 100)
+    cov = sle.SLE(D, radius=0.2, ls=1.0, inner="rbf")
+    with pytest.raises(ValueError, match=r"dense \(n_points, n_landmarks\) = \(30, 30\) block"):
+        cov(np.arange(30)[:, None])

@@ -242,7 +242,9 @@ def _sparse_likelihood(cov_func, X, y, noise_func, jitter):
             stacklevel=3,
         )
         return None
-    train = rows[:, int(sle.active_dims[0])].astype(np.int64)
+    train = as_index_array(
+        "X", rows[:, int(sle.active_dims[0])], sle.distances.n_points, axis_name="distance rows"
+    )
     block = sle.distances.take(rows=train, cols=sle.landmarks)
     keep = block.values < sle.radius_max
     row_of = np.repeat(np.arange(train.size), np.diff(block.indptr))

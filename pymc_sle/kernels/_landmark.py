@@ -19,6 +19,10 @@ from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
 __all__ = ["LandmarkCovariance"]
 
+#: Sparse distances become dense for the dense graphs (``full``, ``conditional``) only up to this
+#: many entries (1.6 GB); beyond it such a graph is refused with a pointer to the sparse path.
+_DENSE_FROM_SPARSE_LIMIT = 200_000_000
+
 
 class LandmarkCovariance(Covariance):
     r"""Base of the landmark-embedding kernels: :math:`k(x, x') = h(\lVert \phi(x) - \phi(x')
@@ -96,6 +100,15 @@ class LandmarkCovariance(Covariance):
         bump of ``inf`` is 0): only graphs that need the dense block build it."""
         every_column = np.array_equal(self.landmarks, np.arange(self.distances.n_columns))
         if isinstance(self.distances, SparseDistanceMatrix):
+            entries = self.distances.n_points * self.n_landmarks
+            if entries > _DENSE_FROM_SPARSE_LIMIT:
+                raise ValueError(
+                    "this covariance graph needs the dense (n_points, n_landmarks) = "
+                    f"({self.distances.n_points}, {self.n_landmarks}) block of the sparse "
+                    f"distances ({8 * entries / 2**30:.1f} GiB) and the dense covariances built "
+                    "on it. At this size use the sparse path: sle.gp.Marginal's "
+                    "marginal_likelihood and predict(..., diag=True) (docs/how-to/large-data.md)"
+                )
             chosen = self.distances if every_column else self.distances.take(cols=self.landmarks)
             return chosen.to_dense()
         values = self.distances.values
