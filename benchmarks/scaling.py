@@ -63,8 +63,8 @@ def _surface_area(mesh) -> float:
     return float(0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1).sum())
 
 
-def _model(distances, train, y, radius, landmarks=None):
-    """The benchmark's model: ``eta**2 * SLE(..., inner="rbf")`` plus noise; ``radius`` a number
+def _model(distances, train, y, radius, landmarks=None, inner="rbf"):
+    """The benchmark's model: ``eta**2 * SLE(..., inner=inner)`` plus noise; ``radius`` a number
     or a ``(low, high)`` uniform prior. Returns the model and its GP."""
     import pymc as pm
 
@@ -76,7 +76,7 @@ def _model(distances, train, y, radius, landmarks=None):
         ls = pm.LogNormal("ls", np.log(2.0), 1.0)
         eta = pm.HalfNormal("eta", 1.0)
         sigma = pm.HalfNormal("sigma", 0.5)
-        cov = eta**2 * sle.SLE(distances, landmarks, radius=radius, ls=ls, inner="rbf")
+        cov = eta**2 * sle.SLE(distances, landmarks, radius=radius, ls=ls, inner=inner)
         gp = sle.gp.Marginal(cov_func=cov)
         gp.marginal_likelihood("y", X=train[:, None], y=y, sigma=sigma)
     return model, gp
@@ -187,7 +187,7 @@ def measure(mesh_name: str, n: int, per_bump: float, dense_max: int, reps: int) 
     from benchmarks.performance import compile_value_and_grad, median_ms
     from pymc_sle.distances import geodesic
     from pymc_sle.gp import _supernodal
-    from pymc_sle.gp._sparse_likelihood import SparseSLELogDensity
+    from pymc_sle.gp._sparse_op import SparseSLELogDensity
 
     mesh = _mesh(mesh_name)
     rng = np.random.default_rng(0)
@@ -218,6 +218,10 @@ def measure(mesh_name: str, n: int, per_bump: float, dense_max: int, reps: int) 
     factor_ms = median_ms(factor_only, reps)
     factor = factor_only()
     selinv_ms = median_ms(lambda: _supernodal.selected_inverse(symbolic, factor), reps)
+    matern_model, _ = _model(distances, local, y, radius=cutoff, inner="matern32")
+    _sparse_op(matern_model)  # the Matérn model takes the sparse path too
+    matern_ms = median_ms(compile_value_and_grad(matern_model, "FAST_RUN"), reps)
+    del matern_model
     row = {
         "mesh": mesh_name,
         "n": n,
@@ -231,6 +235,7 @@ def measure(mesh_name: str, n: int, per_bump: float, dense_max: int, reps: int) 
         "sparse_ms": sparse_ms,
         "factor_ms": factor_ms,
         "selinv_ms": selinv_ms,
+        "matern_ms": matern_ms,
         "dense_ms": None,
     }
     del model, value_and_grad
@@ -268,6 +273,13 @@ def _child(function: str, *args) -> dict:
     return json.loads(line.removeprefix("RESULT "))
 
 
+def _matern32_terms() -> int:
+    from pymc_sle.gp._mixtures import inner_mixture
+    from pymc_sle.kernels._inner import resolve_inner
+
+    return inner_mixture(resolve_inner("matern32")).rates.size
+
+
 def _slope(rows, key) -> float | None:
     points = [(r["n"], r[key]) for r in rows if r.get(key)]
     if len(points) < 2:
@@ -286,13 +298,16 @@ def summary(result: dict) -> str:
             f"below a cutoff that gives each bump about {result['per_bump']:g} training points; "
             "the SLE-RBF model `eta**2 * SLE(..., inner='rbf')` with noise, radius at the cutoff. "
             "Log density + gradient with respect to ls, eta, sigma through `sle.gp.Marginal` "
-            f"(median of {result['reps']}); the factorisation alone on the same pattern; the "
-            "dense path on the same distances filled in as a dense matrix, up to its size limit.",
+            f"(median of {result['reps']}); the factorisation and the selected inverse alone on "
+            "the same pattern; the dense path on the same distances filled in as a dense matrix, "
+            "up to its size limit; the same model with the Matérn-3/2 inner kernel (its "
+            f"{_matern32_terms()}-term Gaussian mixture, kernel values within 1e-12).",
             "",
             "| mesh | N | distances (s) | entries / row | B entries / row | factor (GFlop) "
             "| logp + grad sparse (s) | factorisation (s) | selected inverse / factorisation "
-            "| logp + grad / factorisation | dense (s) | dense / sparse | peak (MiB) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| logp + grad / factorisation | dense (s) | dense / sparse "
+            "| logp + grad sparse, Matérn 3/2 (s) | peak (MiB) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
             dense = "" if r["dense_ms"] is None else f"{r['dense_ms'] / 1e3:.2f}"
@@ -303,7 +318,7 @@ def summary(result: dict) -> str:
                 f"| {r['factor_gflop']:.1f} | {r['sparse_ms'] / 1e3:.2f} "
                 f"| {r['factor_ms'] / 1e3:.2f} | {r['selinv_ms'] / r['factor_ms']:.1f} "
                 f"| {r['sparse_ms'] / r['factor_ms']:.1f} | {dense} "
-                f"| {ratio} | {r['peak_mib']:,.0f} |"
+                f"| {ratio} | {r['matern_ms'] / 1e3:.2f} | {r['peak_mib']:,.0f} |"
             )
         lines += ["", "Fitted log-log slopes (time ~ N^slope):", ""]
         for key, label in (
@@ -422,6 +437,7 @@ def figure(rows, path: Path) -> None:
     for key, label, marker in (
         ("sparse_ms", "sparse logp + grad", "o"),
         ("factor_ms", "factorisation alone", "s"),
+        ("matern_ms", "sparse logp + grad, Matérn 3/2", "d"),
         ("dense_ms", "dense logp + grad", "^"),
     ):
         points = [(r["n"], r[key] / 1e3) for r in rows if r.get(key)]

@@ -68,9 +68,9 @@ def _points(n, seed=0):
     return np.linalg.norm(x[:, None] - x[None], axis=-1)
 
 
-def _model(distances, y, train, *, landmarks=None, inner="rbf", random_shape=False):
+def _model(distances, y, train, *, landmarks=None, inner="rbf", random_shape=False, radius_max=0.3):
     with pm.Model() as model:
-        radius = pm.Uniform("radius", 0.05, 0.3)
+        radius = pm.Uniform("radius", radius_max / 6, radius_max)
         ls = pm.LogNormal("ls", 0.0, 1.0)
         eta = pm.HalfNormal("eta", 1.0)
         sigma = pm.HalfNormal("sigma", 1.0)
@@ -193,16 +193,84 @@ def test_an_unsupported_model_on_sparse_distances_warns_and_runs_dense():
     D = _points(50)
     y = np.random.default_rng(0).standard_normal(50)
     train = np.arange(50)
-    with pytest.warns(UserWarning, match="Matern32 \\(needs inner='rbf'\\)"):
-        model = _model(
-            sle.SparseDistanceMatrix.from_dense(D, cutoff=0.3), y, train, inner="matern32"
-        )
-    reference = _model(D, y, train, inner="matern32")
-    point = reference.initial_point()
-    np.testing.assert_allclose(model.compile_logp()(point), reference.compile_logp()(point))
+    sparse_d = sle.SparseDistanceMatrix.from_dense(D, cutoff=0.3)
+    with pytest.warns(UserWarning, match=r"per-landmark radius, amplitude or shape"):
+        with pm.Model() as model:
+            cov = sle.SLE(sparse_d, radius=np.full(50, 0.2), ls=1.0, inner="rbf")
+            gp = sle.gp.Marginal(cov_func=cov)
+            gp.marginal_likelihood("y", X=train[:, None], y=y, sigma=0.3)
+    with pm.Model() as reference:
+        cov = sle.SLE(D, radius=np.full(50, 0.2), ls=1.0, inner="rbf")
+        gp = sle.gp.Marginal(cov_func=cov)
+        gp.marginal_likelihood("y", X=train[:, None], y=y, sigma=0.3)
+    np.testing.assert_allclose(model.compile_logp()({}), reference.compile_logp()({}))
 
 
-def test_sparse_prediction_equals_pymcs_dense_prediction():
+@pytest.mark.parametrize("inner", ["matern12", "matern32", "matern52"])
+def test_each_mixture_is_within_its_stated_error(inner):
+    from pymc_sle.gp._mixtures import inner_mixture
+    from pymc_sle.kernels._inner import resolve_inner
+
+    kernel = resolve_inner(inner)
+    mixture = inner_mixture(kernel)
+    assert (mixture.weights > 0).all() and mixture.error > 0
+    x = np.concatenate([[0.0], np.logspace(-16, 6, 4000)])
+    exact = kernel.full_from_distance(np.sqrt(x), squared=False).eval()
+    approx = (mixture.weights * np.exp(-np.outer(x, mixture.rates))).sum(axis=1)
+    assert np.abs(approx - exact).max() <= mixture.error
+
+
+@pytest.mark.parametrize("inner", ["matern12", "matern32", "matern52"])
+def test_matern_through_the_mixture_is_exact_algebra_and_close_to_the_dense_matern(inner):
+    from pymc_sle.gp._mixtures import inner_mixture
+    from pymc_sle.kernels._inner import resolve_inner
+
+    mixture = inner_mixture(resolve_inner(inner))
+    D = _points(80, seed=9)
+    sparse_d = sle.SparseDistanceMatrix.from_dense(D, cutoff=0.35)
+    problem = SparseSLEProblem(
+        sparse_d.indptr, sparse_d.indices, sparse_d.values, 80, 0.35, mixture
+    )
+    y = np.random.default_rng(10).standard_normal(80)
+    params = np.array([0.3, 1.2, 0.7, 1.5, 1.3, 0.2])
+    value, gradient = log_density(problem, y, *params)
+    # the same quadrature kernel, dense: equal to rounding (the algebra)
+    radius, amplitude, shape, ls, scale, noise = params
+    inside = D < radius
+    phi = np.where(
+        inside, amplitude * np.exp(shape * (1 - 1 / (1 - np.where(inside, D / radius, 0) ** 2))), 0
+    )
+    E = ((phi[:, None] - phi[None]) ** 2).sum(-1) / ls**2
+    K = scale * (mixture.weights * np.exp(-E[..., None] * mixture.rates)).sum(-1)
+    C = K + noise * np.eye(80)
+    log_det = np.linalg.slogdet(C)[1]
+    reference = -0.5 * y @ np.linalg.solve(C, y) - 0.5 * log_det - 40 * np.log(2 * np.pi)
+    np.testing.assert_allclose(value, reference, rtol=1e-11)
+    # every gradient against finite differences of the sparse value
+    for k in range(params.size):
+        step = np.zeros_like(params)
+        step[k] = 1e-6 * params[k]
+        up = log_density(problem, y, *(params + step), with_gradients=False)[0]
+        down = log_density(problem, y, *(params - step), with_gradients=False)[0]
+        np.testing.assert_allclose(gradient[1 + k], (up - down) / (2 * step[k]), rtol=1e-5)
+    # and the model: the sparse Matérn likelihood against the dense (exact) Matérn one
+    y_model = np.sin(5 * D[:, 0])
+    train = np.arange(80)
+    dense = _model(D, y_model, train, inner=inner)
+    sparse = _model(sparse_d, y_model, train, inner=inner)
+    assert _uses_sparse(sparse)
+    point = dense.initial_point()
+    tolerance = 1e-6 if inner == "matern12" else 1e-9
+    np.testing.assert_allclose(
+        sparse.compile_logp()(point), dense.compile_logp()(point), rtol=tolerance
+    )
+    np.testing.assert_allclose(
+        sparse.compile_dlogp()(point), dense.compile_dlogp()(point), rtol=1e-5, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("inner", ["rbf", "matern32"])
+def test_sparse_prediction_equals_pymcs_dense_prediction(inner):
     D = _points(120, seed=7)
     y = np.sin(4 * D[:, 3]) + 0.1 * np.random.default_rng(8).standard_normal(120)
     train, test = np.arange(90), np.arange(90, 120)
@@ -212,7 +280,7 @@ def test_sparse_prediction_equals_pymcs_dense_prediction():
             radius = pm.Uniform("radius", 0.05, 0.3)
             eta = pm.HalfNormal("eta", 1.0)
             sigma = pm.HalfNormal("sigma", 1.0)
-            cov = eta**2 * sle.SLE(distances, train, radius=radius, ls=0.7, inner="rbf")
+            cov = eta**2 * sle.SLE(distances, train, radius=radius, ls=0.7, inner=inner)
             gp = sle.gp.Marginal(mean_func=pm.gp.mean.Constant(0.2), cov_func=cov)
             gp.marginal_likelihood("y", X=train[:, None], y=y[train], sigma=sigma)
             point = {"radius": 0.2, "eta": 1.3, "sigma": 0.2}
@@ -250,3 +318,24 @@ def test_dense_graphs_on_large_sparse_distances_are_refused(monkeypatch):
     cov = sle.SLE(D, radius=0.2, ls=1.0, inner="rbf")
     with pytest.raises(ValueError, match=r"dense \(n_points, n_landmarks\) = \(30, 30\) block"):
         cov(np.arange(30)[:, None])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("inner", ["rbf", "matern12", "matern32", "matern52"])
+def test_sparse_equals_dense_at_two_thousand_points(inner):
+    n, cutoff = 2000, 0.08
+    x = np.random.default_rng(0).uniform(0, 1, (n, 2))
+    D = np.linalg.norm(x[:, None] - x[None], axis=-1)
+    y = np.sin(5 * D[:, 0]) + 0.1 * np.random.default_rng(1).standard_normal(n)
+    train = np.arange(n)
+    sparse_d = sle.SparseDistanceMatrix.from_dense(D, cutoff=cutoff)
+    dense = _model(D, y, train, inner=inner, radius_max=cutoff)
+    sparse = _model(sparse_d, y, train, inner=inner, radius_max=cutoff)
+    assert _uses_sparse(sparse)
+    tolerance = 1e-8 if inner == "matern12" else 1e-11
+    for radius_raw in (-3.0, -1.0, 0.5):
+        point = dense.initial_point()
+        point["radius_interval__"] = radius_raw
+        for compile_ in ("compile_logp", "compile_dlogp"):
+            expected = getattr(dense, compile_)()(point)
+            np.testing.assert_allclose(getattr(sparse, compile_)()(point), expected, rtol=tolerance)

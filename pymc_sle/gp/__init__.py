@@ -10,6 +10,6 @@
 
 from pymc_sle.gp._log_density import GaussianLogDensity, gaussian_logp
 from pymc_sle.gp._marginal import Marginal
-from pymc_sle.gp._sparse_likelihood import SparseSLELogDensity
+from pymc_sle.gp._sparse_op import SparseSLELogDensity
 
 __all__ = ["GaussianLogDensity", "Marginal", "SparseSLELogDensity", "gaussian_logp"]

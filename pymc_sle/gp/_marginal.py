@@ -16,7 +16,9 @@ from scipy import sparse as sparse_matrix
 from pymc_sle._pymc_compat import build_marginal_likelihood, product_factors
 from pymc_sle._validation import as_index_array, constant_value
 from pymc_sle.gp._log_density import gaussian_logp
-from pymc_sle.gp._sparse_likelihood import SparseSLELogDensity, SparseSLEProblem, draw
+from pymc_sle.gp._mixtures import inner_mixture
+from pymc_sle.gp._sparse_likelihood import SparseSLEProblem, draw
+from pymc_sle.gp._sparse_op import SparseSLELogDensity
 from pymc_sle.gp._sparse_prediction import predict as predict_sparse
 from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
@@ -47,11 +49,13 @@ class Marginal(pm.gp.Marginal):
     (``pm.sample()``, ``nuts_sampler="nutpie"``, ``nuts_sampler="numpyro"``).
 
     **Large data.** When the covariance is an SLE on a :class:`~pymc_sle.SparseDistanceMatrix`
-    with the RBF inner kernel and scalar bump parameters, times any scalar signal variance, and
+    (RBF or Matérn inner kernel, scalar bump parameters) times any scalar signal variance, and
     the noise is a scalar ``sigma``, the likelihood never forms an ``n x n`` matrix: it factorises
-    a sparse matrix and adds a rank-one term (:class:`pymc_sle.gp.SparseSLELogDensity`, exact, the
-    same values and gradients). Other covariances on sparse distances take the dense path, with a
-    warning. ``conditional`` and ``predict`` stay PyMC's (dense) in both cases.
+    a sparse matrix and adds a low-rank term (:class:`pymc_sle.gp.SparseSLELogDensity`). It is
+    exact for the RBF; a Matérn inner kernel goes through a positive quadrature whose kernel
+    values are within 1e-12 (Matérn 3/2, 5/2) or 1e-9 (Matérn 1/2) of the exact ones. Other
+    covariances on sparse distances take the dense path, with a warning. ``predict`` is then
+    sparse too (below); ``conditional`` stays PyMC's (dense).
 
     Examples
     --------
@@ -217,8 +221,12 @@ def _sparse_likelihood(cov_func, X, y, noise_func, jitter):
     sle, scalars = found
     rows = constant_value(X)
     reasons = []
-    if type(sle.inner) is not pm.gp.cov.ExpQuad:
-        reasons.append(f"inner kernel {type(sle.inner).__name__} (needs inner='rbf')")
+    mixture = inner_mixture(sle.inner)
+    if mixture is None:
+        reasons.append(
+            f"inner kernel {type(sle.inner).__name__} (needs 'rbf', 'matern12', 'matern32' or "
+            "'matern52')"
+        )
     if any(p.type.ndim != 0 for p in (sle.radius, sle.amplitude, sle.shape)):
         reasons.append("per-landmark radius, amplitude or shape (needs scalars)")
     if any(f.type.ndim != 0 for f in scalars):
@@ -254,6 +262,7 @@ def _sparse_likelihood(cov_func, X, y, noise_func, jitter):
         block.values[keep],
         sle.n_landmarks,
         sle.radius_max,
+        mixture,
     )
     scale = pt.prod(pt.stack(scalars)) if scalars else pt.constant(1.0)
     noise = pt.square(noise_func.sigma) + jitter

@@ -1,38 +1,42 @@
-r"""The exact SLE-RBF marginal likelihood through a sparse factorisation.
+r"""The exact SLE marginal likelihood through a sparse factorisation.
 
-For the SLE with an RBF inner kernel, scalar bump parameters and signal variance :math:`s`, let
-:math:`\Phi` be the (sparse) embedding of the training points, :math:`n_i = \lVert\phi_i\rVert^2`,
-:math:`G = \Phi\Phi^\top`, :math:`E_{ij} = \lVert\phi_i - \phi_j\rVert^2`, :math:`\gamma = 1/\ell^2`
-and :math:`u_i = e^{-\gamma n_i / 2}`. Then :math:`K_{ij} = s\,e^{-\gamma E_{ij}/2} =
-s\,u_i u_j e^{\gamma G_{ij}}`, and the covariance of the observations is
-
-.. math::
-
-    C = K + vI = B + s\,u u^\top, \qquad
-    B_{ij} = s\,\tilde k_{ij} + v\,\delta_{ij}, \qquad
-    \tilde k_{ij} = e^{-\gamma E_{ij}/2} - u_i u_j = u_i u_j \bigl(e^{\gamma G_{ij}} - 1\bigr),
-
-with :math:`v` the noise variance (jitter included). :math:`\tilde k_{ij} = 0` wherever
-:math:`G_{ij} = 0` -- two points that share no landmark -- so :math:`B` is sparse, and it is
-positive definite: :math:`e^{\circ\gamma G} - \mathbf 1\mathbf 1^\top = \sum_{p \ge 1}
-(\gamma G)^{\circ p}/p!` is a sum of Hadamard powers of a PSD matrix (Schur). Its entries lie in
-:math:`[-s, s] + v\delta_{ij}`: computing them never overflows, as :math:`e^{\gamma n_i/2}`
-would. With :math:`z = B^{-1}u` and :math:`c = 1 + s\,u^\top z`, the determinant lemma and
-Sherman--Morrison give
+For the SLE with scalar bump parameters and signal variance :math:`s`, let :math:`\Phi` be the
+(sparse) embedding of the training points, :math:`n_i = \lVert\phi_i\rVert^2`,
+:math:`G = \Phi\Phi^\top`, :math:`E_{ij} = \lVert\phi_i - \phi_j\rVert^2` and
+:math:`\gamma = 1/\ell^2`. The inner kernel is a positive mixture of Gaussians,
+:math:`h(\sqrt x) = \sum_k w_k e^{-a_k x}` (exact for the RBF: one term, :math:`a = 1/2`; a
+quadrature for Matérn, ``pymc_sle.gp._mixtures``). With :math:`c_k = a_k\gamma` and
+:math:`u^k_i = e^{-c_k n_i}`, each term splits as :math:`e^{-c_k E_{ij}} = u^k_i u^k_j
+e^{2 c_k G_{ij}}`, and the covariance of the observations is
 
 .. math::
 
-    \log|C| = \log|B| + \log c, \qquad
-    \alpha = C^{-1}r = B^{-1}r - \frac{s\,(u^\top B^{-1} r)}{c}\, z, \qquad
+    C = K + vI = B + U U^\top, \qquad
+    B_{ij} = s \sum_k w_k \tilde k^k_{ij} + v\,\delta_{ij}, \qquad
+    \tilde k^k_{ij} = e^{-c_k E_{ij}} - u^k_i u^k_j = u^k_i u^k_j \bigl(e^{2c_k G_{ij}} - 1\bigr),
+
+with :math:`U_{ik} = \sqrt{s w_k}\, u^k_i` and :math:`v` the noise variance (jitter included).
+:math:`\tilde k^k_{ij} = 0` wherever :math:`G_{ij} = 0` -- two points that share no landmark --
+so :math:`B` is sparse, and it is positive definite: :math:`e^{\circ 2c_k G} - \mathbf 1\mathbf
+1^\top = \sum_{p \ge 1} (2c_k G)^{\circ p}/p!` is a sum of Hadamard powers of a PSD matrix
+(Schur), and the weights are positive. Its entries lie in :math:`[-s, s] + v\delta_{ij}`:
+computing them never overflows, as :math:`e^{c_k n_i}` would. Columns of :math:`U` that vanish
+numerically (large :math:`c_k n_i`) are dropped. With :math:`Z = B^{-1}U` and
+:math:`M = I + U^\top Z = L_M L_M^\top`, the determinant lemma and Woodbury give
+
+.. math::
+
+    \log|C| = \log|B| + \log|M|, \qquad
+    \alpha = C^{-1}r = B^{-1}r - Z M^{-1} U^\top B^{-1} r, \qquad
     \log p(r) = -\tfrac12 r^\top\alpha - \tfrac12\log|C| - \tfrac n2\log 2\pi.
 
 **Gradient.** :math:`\partial\log p = \tfrac12\operatorname{tr}\bigl((\alpha\alpha^\top -
-C^{-1})\,\partial C\bigr)` with :math:`C^{-1} = B^{-1} - s\,zz^\top/c`. :math:`\partial B` is
-non-zero only on :math:`B`'s pattern, so :math:`B^{-1}` is needed there only: the selected
-inverse (``pymc_sle.gp._supernodal``). The rank-one part contributes through
-:math:`\partial\log p/\partial u = s\,\bigl((\alpha^\top u)\,\alpha - z/c\bigr)`. The radius,
-amplitude and shape act through :math:`E_{ij}` and :math:`n_i`, whose derivatives come from the
-bump's on the embedding's non-zeros.
+C^{-1})\,\partial C\bigr)` with :math:`C^{-1} = B^{-1} - YY^\top`, :math:`Y = Z L_M^{-\top}`.
+:math:`\partial B` is non-zero only on :math:`B`'s pattern, so :math:`B^{-1}` is needed there
+only: the selected inverse (``pymc_sle.gp._supernodal``). The low-rank part contributes through
+:math:`\partial\log p/\partial U = \alpha(\alpha^\top U) - C^{-1}U` with :math:`C^{-1}U = Z
+M^{-1}`. The radius, amplitude and shape act through :math:`E_{ij}` and :math:`n_i`, whose
+derivatives come from the bump's on the embedding's non-zeros.
 
 **Pattern.** The pattern of :math:`B` is that of :math:`G` at the largest radius the model allows
 (the distances' ``cutoff``): pairs sharing a landmark within it. A smaller radius leaves explicit
@@ -43,18 +47,14 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-import pytensor.tensor as pt
-from pytensor.graph.basic import Apply
-from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import node_rewriter
-from pytensor.link.numba.dispatch import numba_funcify
-from pytensor.tensor.rewriting.basic import register_specialize
-from scipy import sparse
+from pymc.gp.cov import ExpQuad
+from scipy import linalg, sparse
 
 from pymc_sle.gp import _supernodal
+from pymc_sle.gp._mixtures import _MIXTURES
 from pymc_sle.gp._supernodal import SymbolicFactor
 
-__all__ = ["SparseSLEProblem", "SparseSLELogDensity"]
+__all__ = ["SparseSLEProblem", "draw", "log_density"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 #: Parameters of the log density after the residual, in the Op's input order.
@@ -73,9 +73,12 @@ class SparseSLEProblem:
     n_landmarks : int
     cutoff : float
         The largest radius the embedding may take.
+    mixture : Mixture, optional
+        The inner kernel as a mixture of Gaussians (``pymc_sle.gp._mixtures``; default the RBF).
     """
 
-    def __init__(self, indptr, indices, distances, n_landmarks: int, cutoff: float):
+    def __init__(self, indptr, indices, distances, n_landmarks: int, cutoff: float, mixture=None):
+        self.mixture = _MIXTURES[ExpQuad] if mixture is None else mixture
         block = sparse.csr_matrix(
             (np.asarray(distances, float), np.asarray(indices), np.asarray(indptr)),
             shape=(len(indptr) - 1, n_landmarks),
@@ -170,23 +173,32 @@ def _pair_quantities(indptr, indices, phi, d_radius, d_shape, pair_i, pair_j, n_
     return squared, inner, squared_radius, squared_shape
 
 
+#: exp(-x) underflows to 0 beyond this x: mixture terms past it are skipped.
+_UNDERFLOW = 745.0
+
+
 @numba.njit(cache=True)
-def _kernel_parts(norms, squared, inner, pair_i, pair_j, gamma):
-    """``k~`` and ``u_i u_j`` per pair (see the module docstring), without overflow."""
+def _tilde(norms, squared, inner, pair_i, pair_j, rates, weights):
+    """``sum_k w_k k~^k`` per pair (see the module docstring), without overflow; ``rates`` are
+    ``c_k = a_k / ls**2`` in increasing order."""
     n_pairs = pair_i.size
-    tilde = np.empty(n_pairs)
-    both = np.empty(n_pairs)
+    tilde = np.zeros(n_pairs)
     for e in range(n_pairs):
         i, j = pair_i[e], pair_j[e]
-        uu = np.exp(-0.5 * gamma * (norms[i] + norms[j]))
-        both[e] = uu
-        if i == j:
-            tilde[e] = -np.expm1(-gamma * norms[i])
-        elif gamma * inner[e] < 1.0:
-            tilde[e] = uu * np.expm1(gamma * inner[e])
-        else:
-            tilde[e] = np.exp(-0.5 * gamma * squared[e]) - uu
-    return tilde, both
+        both = norms[i] + norms[j]
+        total = 0.0
+        for k in range(rates.size):
+            c = rates[k]
+            if c * squared[e] > _UNDERFLOW:
+                break
+            if i == j:
+                total -= weights[k] * np.expm1(-c * both)
+            elif 2.0 * c * inner[e] < 1.0:
+                total += weights[k] * np.exp(-c * both) * np.expm1(2.0 * c * inner[e])
+            else:
+                total += weights[k] * (np.exp(-c * squared[e]) - np.exp(-c * both))
+        tilde[e] = total
+    return tilde
 
 
 @numba.njit(cache=True)
@@ -205,56 +217,57 @@ def _norms(indptr, phi, d_radius, d_shape):
 
 @numba.njit(cache=True)
 def _gradient(
-    pair_i,
-    pair_j,
-    selected,
-    tilde,
-    both,
-    squared,
-    squared_radius,
-    squared_shape,
-    norms,
-    norms_radius,
-    norms_shape,
-    alpha,
-    z,
-    u,
-    scale,
-    gamma,
-    amplitude,
-    c,
-):
-    """``d log p`` with respect to radius, amplitude, shape, gamma, scale and the noise."""
+    pair_i, pair_j, selected, whitened, alpha, squared, squared_radius, squared_shape,
+    norms, norms_radius, norms_shape, g_low_rank, low_rank, rates, weights, kept,
+    scale, gamma, amplitude,
+):  # fmt: skip
+    """``d log p`` with respect to radius, amplitude, shape, gamma, scale and the noise.
+
+    ``whitened`` is ``Y = Z L_M^{-T}`` (``C^{-1} = B^{-1} - Y Y^T``), ``g_low_rank`` is ``d log p /
+    d U`` and ``low_rank`` is ``U``, both for the kept columns ``kept`` of the mixture."""
     g_radius = g_amplitude = g_shape = g_gamma = g_scale = g_noise = 0.0
     per_norm = np.zeros(norms.size)
     for e in range(pair_i.size):
         i, j = pair_i[e], pair_j[e]
-        weight = 0.5 * (alpha[i] * alpha[j] - selected[e] + scale * z[i] * z[j] / c)
+        correction = 0.0
+        for q in range(whitened.shape[1]):
+            correction += whitened[i, q] * whitened[j, q]
+        weight = 0.5 * (alpha[i] * alpha[j] - selected[e] + correction)
         if i == j:
             g_noise += weight
         else:
             weight *= 2.0
-        exponential = tilde[e] + both[e]
-        g_scale += weight * tilde[e]
-        g_gamma += (
-            weight
-            * scale
-            * (-0.5 * squared[e] * exponential + 0.5 * (norms[i] + norms[j]) * both[e])
-        )
-        along = -0.5 * weight * scale * gamma * exponential
+        both = norms[i] + norms[j]
+        d_scale = d_gamma = d_squared = d_both = 0.0
+        for k in range(rates.size):
+            c = rates[k]
+            if c * squared[e] > _UNDERFLOW:
+                break
+            exponential = np.exp(-c * squared[e])
+            uu = np.exp(-c * both)
+            d_scale += weights[k] * (exponential - uu)
+            a = c / gamma
+            d_gamma += weights[k] * a * (both * uu - squared[e] * exponential)
+            d_squared -= weights[k] * c * exponential
+            d_both += weights[k] * c * uu
+        g_scale += weight * d_scale
+        g_gamma += weight * scale * d_gamma
+        along = weight * scale * d_squared
         g_radius += along * squared_radius[e]
         g_shape += along * squared_shape[e]
         g_amplitude += along * 2.0 * squared[e] / amplitude
-        through_norms = weight * scale * gamma * both[e] * (0.5 if i != j else 1.0)
+        # each endpoint's norm, in both ordered pairs; the diagonal's u_i^2 holds n_i twice
+        through_norms = weight * scale * d_both * (1.0 if i != j else 2.0)
         per_norm[i] += through_norms
         if i != j:
             per_norm[j] += through_norms
-    alpha_u = alpha @ u
-    g_scale += 0.5 * alpha_u * alpha_u - 0.5 * (u @ z) / c
     for i in range(norms.size):
-        g_u = scale * (alpha_u * alpha[i] - z[i] / c)
-        g_gamma += g_u * (-0.5 * norms[i]) * u[i]
-        per_norm[i] += g_u * (-0.5 * gamma) * u[i]
+        for q in range(kept.size):
+            c = rates[kept[q]]
+            term = g_low_rank[i, q] * low_rank[i, q]
+            g_scale += term / (2.0 * scale)
+            g_gamma -= term * (c / gamma) * norms[i]
+            per_norm[i] -= term * c
         g_radius += per_norm[i] * norms_radius[i]
         g_shape += per_norm[i] * norms_shape[i]
         g_amplitude += per_norm[i] * 2.0 * norms[i] / amplitude
@@ -269,11 +282,18 @@ def _check_radius(problem: SparseSLEProblem, radius: float) -> None:
         )
 
 
+#: Columns of U whose largest entry is below this fraction of sqrt(scale) are dropped: their
+#: contribution to C is below 1e-32 * scale.
+_NEGLIGIBLE = 1e-16
+
+
 def _factor(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, noise):
-    """Everything one evaluation needs: the embedding's quantities and the factor of ``B``
-    (``None`` if ``B`` is not numerically positive definite)."""
+    """Everything one evaluation needs: the embedding's quantities, the factor of ``B``
+    (``None`` if ``B`` is not numerically positive definite) and the low-rank part ``U``."""
     _check_radius(problem, radius)
     gamma = 1.0 / (ls * ls)
+    rates = problem.mixture.rates * gamma
+    weights = problem.mixture.weights
     phi, d_radius, d_shape = _embedding(problem.distances, radius, amplitude, shape)
     norms = _norms(problem.indptr, phi, d_radius, d_shape)
     pairs = _pair_quantities(
@@ -286,14 +306,47 @@ def _factor(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, nois
         problem.pair_j,
         problem.n_landmarks,
     )
-    tilde, both = _kernel_parts(norms[0], pairs[0], pairs[1], problem.pair_i, problem.pair_j, gamma)
+    tilde = _tilde(norms[0], pairs[0], pairs[1], problem.pair_i, problem.pair_j, rates, weights)
     values = np.zeros(problem.symbolic.n_values)
     entries = scale * tilde
     entries[problem.pair_i == problem.pair_j] += noise
     values[problem.symbolic.entry_index] = entries
     ok = _supernodal.factorize(problem.symbolic, values)
-    u = np.exp(-0.5 * gamma * norms[0])
-    return (values if ok else None), u, gamma, norms, pairs, tilde, both
+    low_rank = np.sqrt(scale * weights) * np.exp(-np.outer(norms[0], rates))
+    kept = np.flatnonzero(low_rank.max(axis=0) > _NEGLIGIBLE * np.sqrt(scale))
+    low_rank = np.ascontiguousarray(low_rank[:, kept])
+    return (values if ok else None), low_rank, kept, gamma, norms, pairs
+
+
+def _solve(problem: SparseSLEProblem, factor, rhs: np.ndarray) -> np.ndarray:
+    """``B^{-1} rhs`` in the original numbering."""
+    symbolic = problem.symbolic
+    solved_f = _supernodal.solve(
+        factor,
+        symbolic.sn_start,
+        symbolic.rows_ptr,
+        symbolic.rows,
+        symbolic.l_ptr,
+        np.ascontiguousarray(rhs[symbolic.perm]),
+    )
+    solved = np.empty_like(solved_f)
+    solved[symbolic.perm] = solved_f
+    return solved
+
+
+def posterior_weights(problem, factor, low_rank, residual):
+    """``alpha = C^{-1} r``, ``Z = B^{-1} U``, ``L_M`` and ``log |C| - log |B|`` (Woodbury);
+    ``None`` if ``M`` is not numerically positive definite."""
+    solved = _solve(problem, factor, np.column_stack([residual, low_rank]))
+    b_residual, z = solved[:, 0], solved[:, 1:]
+    inner = np.eye(low_rank.shape[1]) + low_rank.T @ z
+    try:
+        chol_m = np.linalg.cholesky(inner)
+    except np.linalg.LinAlgError:
+        return None
+    coefficients = linalg.cho_solve((chol_m, True), low_rank.T @ b_residual)
+    alpha = b_residual - z @ coefficients
+    return alpha, z, chol_m, 2.0 * np.sum(np.log(np.diag(chol_m)))
 
 
 def log_density(
@@ -308,67 +361,51 @@ def log_density(
     with_gradients: bool = True,
 ):
     """``log p(residual)`` and, optionally, its gradient: ``(-alpha, d/d radius, amplitude,
-    shape, ls, scale, noise)``. ``-inf`` and zero gradients when ``B`` is not numerically
+    shape, ls, scale, noise)``. ``-inf`` and zero gradients when ``C`` is not numerically
     positive definite."""
     n = problem.n
     residual = np.asarray(residual, dtype=float)
-    factor, u, gamma, norms, pairs, tilde, both = _factor(
+    factor, low_rank, kept, gamma, norms, pairs = _factor(
         problem, radius, amplitude, shape, ls, scale, noise
     )
-    if factor is None:
+    weights_out = None if factor is None else posterior_weights(problem, factor, low_rank, residual)
+    if weights_out is None:
         zeros = (np.zeros(n), *np.zeros(len(PARAMETERS)))
         return -np.inf, zeros if with_gradients else None
+    alpha, z, chol_m, log_det_m = weights_out
     symbolic = problem.symbolic
-    rhs = np.column_stack([residual, u])[symbolic.perm]
-    solved_f = _supernodal.solve(
-        factor, symbolic.sn_start, symbolic.rows_ptr, symbolic.rows, symbolic.l_ptr, rhs
+    log_det = (
+        _supernodal.log_determinant(factor, symbolic.sn_start, symbolic.rows_ptr, symbolic.l_ptr)
+        + log_det_m
     )
-    solved = np.empty_like(solved_f)
-    solved[symbolic.perm] = solved_f
-    b_residual, z = np.ascontiguousarray(solved[:, 0]), np.ascontiguousarray(solved[:, 1])
-    c = 1.0 + scale * (u @ z)
-    alpha = b_residual - (scale * (u @ b_residual) / c) * z
-    log_det = _supernodal.log_determinant(
-        factor, symbolic.sn_start, symbolic.rows_ptr, symbolic.l_ptr
-    ) + np.log(c)
     value = -0.5 * (residual @ alpha) - 0.5 * log_det - 0.5 * n * _LOG_2PI
     if not with_gradients:
         return value, None
     selected = _supernodal.selected_inverse(symbolic, factor)[symbolic.entry_index]
+    whitened = np.ascontiguousarray(linalg.solve_triangular(chol_m, z.T, lower=True).T)
+    c_inverse_u = linalg.cho_solve((chol_m, True), z.T).T  # C^{-1} U = Z M^{-1}
+    g_low_rank = np.ascontiguousarray(np.outer(alpha, alpha @ low_rank) - c_inverse_u)
     squared, _, squared_radius, squared_shape = pairs
     g_radius, g_amplitude, g_shape, g_gamma, g_scale, g_noise = _gradient(
-        problem.pair_i,
-        problem.pair_j,
-        selected,
-        tilde,
-        both,
-        squared,
-        squared_radius,
-        squared_shape,
-        *norms,
-        alpha,
-        z,
-        u,
-        scale,
-        gamma,
-        amplitude,
-        c,
-    )
+        problem.pair_i, problem.pair_j, selected, whitened, alpha, squared, squared_radius,
+        squared_shape, *norms, g_low_rank, low_rank, problem.mixture.rates * gamma,
+        problem.mixture.weights, kept, scale, gamma, amplitude,
+    )  # fmt: skip
     g_ls = g_gamma * (-2.0 / ls**3)
     return value, (-alpha, g_radius, g_amplitude, g_shape, g_ls, g_scale, g_noise)
 
 
 def draw(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, noise, rng, size=()):
-    """Draws of ``N(0, C)`` of shape ``(*size, n)``: ``L_B w + sqrt(s) u zeta`` with ``w``,
-    ``zeta`` standard normal, whose covariance is ``B + s u u^T = C``."""
-    factor, u, *_ = _factor(problem, radius, amplitude, shape, ls, scale, noise)
+    """Draws of ``N(0, C)`` of shape ``(*size, n)``: ``L_B w + U zeta`` with ``w``, ``zeta``
+    standard normal, whose covariance is ``B + U U^T = C``."""
+    factor, low_rank, *_ = _factor(problem, radius, amplitude, shape, ls, scale, noise)
     if factor is None:
         raise ValueError(
-            "the SLE covariance at these parameters is not numerically positive "
-            "definite; no draw exists"
+            "the SLE covariance at these parameters is not numerically positive definite; "
+            "no draw exists"
         )
     symbolic = problem.symbolic
-    size = tuple(np.atleast_1d(size).astype(int)) if np.ndim(size) or size != () else ()
+    size = () if size is None else tuple(np.atleast_1d(size).astype(int))
     count = int(np.prod(size)) if size else 1
     white = rng.standard_normal((problem.n, count))
     correlated_f = _supernodal.multiply_factor(
@@ -376,103 +413,5 @@ def draw(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, noise, 
     )
     correlated = np.empty_like(correlated_f)
     correlated[symbolic.perm] = correlated_f
-    correlated += np.sqrt(scale) * u[:, None] * rng.standard_normal(count)
+    correlated += low_rank @ rng.standard_normal((low_rank.shape[1], count))
     return correlated.T.reshape((*size, problem.n))
-
-
-class SparseSLELogDensity(Op):
-    """``(residual, radius, amplitude, shape, ls, scale, noise) -> log p [, gradient]`` of the
-    SLE-RBF marginal likelihood on a fixed `SparseSLEProblem` (see the module docstring).
-
-    ``scale`` is the signal variance, ``noise`` the noise variance with jitter. With
-    ``with_gradients``, the node also outputs the gradient with respect to each input, from the
-    same factorisation.
-    """
-
-    __props__ = ("problem", "with_gradients")
-
-    def __init__(self, problem: SparseSLEProblem, with_gradients: bool = True):
-        self.problem = problem
-        self.with_gradients = bool(with_gradients)
-
-    def make_node(self, residual, *parameters):
-        if len(parameters) != len(PARAMETERS):
-            raise TypeError(f"SparseSLELogDensity takes the residual and {PARAMETERS}")
-        residual = pt.cast(pt.as_tensor_variable(residual), "float64")
-        if residual.type.ndim != 1:
-            raise ValueError(f"`residual` must be a vector, but has ndim {residual.type.ndim}")
-        scalars = []
-        for name, parameter in zip(PARAMETERS, parameters, strict=True):
-            parameter = pt.cast(pt.as_tensor_variable(parameter), "float64")
-            if parameter.type.ndim != 0:
-                raise ValueError(f"`{name}` must be a scalar, but has ndim {parameter.type.ndim}")
-            scalars.append(parameter)
-        outputs = [pt.scalar(dtype="float64")]
-        if self.with_gradients:
-            outputs += [pt.vector(dtype="float64")] + [pt.scalar(dtype="float64") for _ in scalars]
-        return Apply(self, [residual, *scalars], outputs)
-
-    def perform(self, node, inputs, output_storage):
-        residual, *parameters = inputs
-        if residual.shape != (self.problem.n,):
-            raise ValueError(
-                f"`residual` must have shape ({self.problem.n},), but has {residual.shape}"
-            )
-        value, gradient = log_density(
-            self.problem,
-            residual,
-            *(float(p) for p in parameters),
-            with_gradients=self.with_gradients,
-        )
-        output_storage[0][0] = np.asarray(value)
-        if self.with_gradients:
-            for storage, part in zip(output_storage[1:], gradient, strict=True):
-                storage[0] = np.asarray(part, dtype=float)
-
-    def L_op(self, inputs, outputs, output_grads):
-        gradient = (
-            outputs[1:] if self.with_gradients else SparseSLELogDensity(self.problem)(*inputs)[1:]
-        )
-        return [output_grads[0] * part for part in gradient]
-
-
-@register_specialize
-@node_rewriter([SparseSLELogDensity])
-def local_sparse_sle_value_only(fgraph, node):
-    """Skip the selected inversion when nothing uses the gradient outputs."""
-    if not node.op.with_gradients:
-        return None
-    if any(fgraph.clients.get(output) for output in node.outputs[1:]):
-        return None
-    value = SparseSLELogDensity(node.op.problem, False)(*node.inputs)
-    return [value] + [None] * (len(node.outputs) - 1)
-
-
-@numba_funcify.register(SparseSLELogDensity)
-def _numba_sparse_sle(op, node=None, **kwargs):
-    """The NUMBA backend (nutpie) calls ``perform`` in object mode: the work is one sparse
-    factorisation per call, so the Python round trip costs nothing measurable."""
-    from pytensor.link.numba.dispatch.basic import get_numba_type
-
-    signature = numba.types.Tuple([get_numba_type(output.type) for output in node.outputs])
-    n_outputs = len(node.outputs)
-
-    def python_perform(*inputs):
-        storage = [[None] for _ in range(n_outputs)]
-        op.perform(node, inputs, storage)
-        return tuple(cell[0] for cell in storage)
-
-    @numba.njit
-    def sparse_sle(*inputs):
-        with numba.objmode(result=signature):
-            result = python_perform(*inputs)
-        return result
-
-    if n_outputs > 1:
-        return sparse_sle
-
-    @numba.njit
-    def value_only(*inputs):
-        return sparse_sle(*inputs)[0]
-
-    return value_only
