@@ -182,12 +182,9 @@ def measure_nuts(mesh_name: str, n_train: int, draws: int, tune: int, chains: in
     }
 
 
-def measure(mesh_name: str, n: int, per_bump: float, dense_max: int, reps: int) -> dict:
-    """In this process: one row of the table."""
-    from benchmarks.performance import compile_value_and_grad, median_ms
+def _problem_data(mesh_name: str, n: int, per_bump: float):
+    """The training vertices, their distances below the cutoff, the cutoff and ``y``."""
     from pymc_sle.distances import geodesic
-    from pymc_sle.gp import _supernodal
-    from pymc_sle.gp._sparse_op import SparseSLELogDensity
 
     mesh = _mesh(mesh_name)
     rng = np.random.default_rng(0)
@@ -198,14 +195,26 @@ def measure(mesh_name: str, n: int, per_bump: float, dense_max: int, reps: int) 
     distances = geodesic(mesh.vertices, mesh.faces, rows=train, cols=train, cutoff=cutoff, n_jobs=2)
     distances_s = time.perf_counter() - began
     y = np.sin(6.0 * mesh.vertices[train, 1] / np.ptp(mesh.vertices[:, 1]))
-    y = y + 0.1 * rng.standard_normal(n)
+    return distances, distances_s, cutoff, y + 0.1 * rng.standard_normal(n)
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(mesh_name: str, n: int, per_bump: float, reps: int) -> dict:
+    """In this process: one row of the table, sparse path."""
+    from benchmarks.performance import compile_value_and_grad, median_ms
+    from pymc_sle.gp import _supernodal
+
+    distances, distances_s, cutoff, y = _problem_data(mesh_name, n, per_bump)
+    n = distances.n_points
     local = np.arange(n)
     began = time.perf_counter()
     model, _ = _model(distances, local, y, radius=cutoff)
     build_s = time.perf_counter() - began
     value_and_grad = compile_value_and_grad(model, "FAST_RUN")
-    op = _sparse_op(model)
-    problem = op.problem
+    problem = _sparse_op(model).problem
     sparse_ms = median_ms(value_and_grad, reps)
     symbolic = problem.symbolic
 
@@ -218,11 +227,11 @@ def measure(mesh_name: str, n: int, per_bump: float, dense_max: int, reps: int) 
     factor_ms = median_ms(factor_only, reps)
     factor = factor_only()
     selinv_ms = median_ms(lambda: _supernodal.selected_inverse(symbolic, factor), reps)
+    del model, value_and_grad
     matern_model, _ = _model(distances, local, y, radius=cutoff, inner="matern32")
     _sparse_op(matern_model)  # the Matérn model takes the sparse path too
     matern_ms = median_ms(compile_value_and_grad(matern_model, "FAST_RUN"), reps)
-    del matern_model
-    row = {
+    return {
         "mesh": mesh_name,
         "n": n,
         "cutoff": cutoff,
@@ -236,18 +245,20 @@ def measure(mesh_name: str, n: int, per_bump: float, dense_max: int, reps: int) 
         "factor_ms": factor_ms,
         "selinv_ms": selinv_ms,
         "matern_ms": matern_ms,
-        "dense_ms": None,
+        "peak_mib": _peak_mib(),
     }
-    del model, value_and_grad
-    if n <= dense_max:
-        dense = distances.to_dense(fill=cutoff)  # the bump is 0 from the cutoff on
-        dense_model, _ = _model(dense, local, y, radius=cutoff)
-        row["dense_ms"] = median_ms(
-            compile_value_and_grad(dense_model, "FAST_RUN"), max(1, reps // 2)
-        )
-    row["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    assert isinstance(op, SparseSLELogDensity)
-    return row
+
+
+def measure_dense(mesh_name: str, n: int, per_bump: float, reps: int) -> dict:
+    """In this process: the same model on the same distances, filled in as a dense matrix."""
+    from benchmarks.performance import compile_value_and_grad, median_ms
+
+    distances, _, cutoff, y = _problem_data(mesh_name, n, per_bump)
+    dense = distances.to_dense(fill=cutoff)  # the bump is 0 from the cutoff on
+    del distances
+    model, _ = _model(dense, np.arange(dense.shape[0]), y, radius=cutoff)
+    dense_ms = median_ms(compile_value_and_grad(model, "FAST_RUN"), max(1, reps // 2))
+    return {"dense_ms": dense_ms, "dense_peak_mib": _peak_mib()}
 
 
 def _sparse_op(model):
@@ -298,7 +309,8 @@ def summary(result: dict) -> str:
             f"below a cutoff that gives each bump about {result['per_bump']:g} training points; "
             "the SLE-RBF model `eta**2 * SLE(..., inner='rbf')` with noise, radius at the cutoff. "
             "Log density + gradient with respect to ls, eta, sigma through `sle.gp.Marginal` "
-            f"(median of {result['reps']}); the factorisation and the selected inverse alone on "
+            f"(median of {result['reps']}), each path in its own process; the factorisation and "
+            "the selected inverse alone on "
             "the same pattern; the dense path on the same distances filled in as a dense matrix, "
             "up to its size limit; the same model with the Matérn-3/2 inner kernel (its "
             f"{_matern32_terms()}-term Gaussian mixture, kernel values within 1e-12).",
@@ -306,8 +318,8 @@ def summary(result: dict) -> str:
             "| mesh | N | distances (s) | entries / row | B entries / row | factor (GFlop) "
             "| logp + grad sparse (s) | factorisation (s) | selected inverse / factorisation "
             "| logp + grad / factorisation | dense (s) | dense / sparse "
-            "| logp + grad sparse, Matérn 3/2 (s) | peak (MiB) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| logp + grad sparse, Matérn 3/2 (s) | peak, sparse (MiB) | peak, dense (MiB) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
             dense = "" if r["dense_ms"] is None else f"{r['dense_ms'] / 1e3:.2f}"
@@ -318,7 +330,8 @@ def summary(result: dict) -> str:
                 f"| {r['factor_gflop']:.1f} | {r['sparse_ms'] / 1e3:.2f} "
                 f"| {r['factor_ms'] / 1e3:.2f} | {r['selinv_ms'] / r['factor_ms']:.1f} "
                 f"| {r['sparse_ms'] / r['factor_ms']:.1f} | {dense} "
-                f"| {ratio} | {r['matern_ms'] / 1e3:.2f} | {r['peak_mib']:,.0f} |"
+                f"| {ratio} | {r['matern_ms'] / 1e3:.2f} | {r['peak_mib']:,.0f} "
+                f"| {'' if r['dense_peak_mib'] is None else format(r['dense_peak_mib'], ',.0f')} |"
             )
         lines += ["", "Fitted log-log slopes (time ~ N^slope):", ""]
         for key, label in (
@@ -485,8 +498,12 @@ def main() -> None:
         result["reps"] = reps
         result["sizes"] = []
         for mesh_name, n in sizes:
-            result["sizes"].append(_child("measure", mesh_name, n, args.per_bump, dense_max, reps))
-            print(result["sizes"][-1], flush=True)
+            row = _child("measure", mesh_name, n, args.per_bump, reps)
+            row.update(dense_ms=None, dense_peak_mib=None)
+            if n <= dense_max:
+                row.update(_child("measure_dense", mesh_name, n, args.per_bump, reps))
+            result["sizes"].append(row)
+            print(row, flush=True)
     if "map" in sections:
         result["map"] = []
         for mesh_name, n_train, n_test in fits:

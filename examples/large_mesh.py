@@ -32,7 +32,9 @@ from pymc_sle.plotting import plot_mesh_field
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-BUNNY = Path(__file__).resolve().parents[2] / "shared" / "data" / "stanford-bunny.obj"
+# sphinx-gallery runs the script from examples/ without a __file__
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+BUNNY = HERE.parents[1] / "shared" / "data" / "stanford-bunny.obj"
 parser = argparse.ArgumentParser()
 parser.add_argument("--mesh", type=Path, help="an .obj/.ply/.off mesh (default: the bunny)")
 parser.add_argument("--quick", action="store_true", help="a small icosphere, for CI")

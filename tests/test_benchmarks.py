@@ -454,7 +454,7 @@ def test_scaling_benchmark_quick(tmp_path):
     assert [row["n"] for row in sizes] == [300, 600]
     for row in sizes:
         assert row["sparse_ms"] > 0 and row["factor_ms"] > 0 and row["dense_ms"] > 0
-        assert row["selinv_ms"] > 0 and row["matern_ms"] > 0
+        assert row["selinv_ms"] > 0 and row["matern_ms"] > 0 and row["dense_peak_mib"] > 0
         assert 20 < row["distances_per_row"] < 40  # the cutoff's ~32 training points per bump
     (fit,) = result["map"]
     assert fit["n_train"] == 300 and fit["n_test"] == 100 and fit["evaluations"] > 0
