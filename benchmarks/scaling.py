@@ -460,7 +460,7 @@ def figure(rows, path: Path) -> None:
             ax.loglog(n, t, marker=marker, label=f"{label} (slope {slope:.2f})" if slope else label)
     ax.set_xlabel("training points N")
     ax.set_ylabel("seconds")
-    ax.set_title("SLE-RBF marginal likelihood: sparse exact vs dense")
+    ax.set_title("SLE marginal likelihood and gradient: sparse vs dense")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
