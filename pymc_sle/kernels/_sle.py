@@ -98,7 +98,7 @@ class SLE(LandmarkCovariance):
         Index mode: distances from every point the model evaluates (rows) to landmark
         candidates (columns). ``None`` (the default) selects feature mode. A
         :class:`~pymc_sle.SparseDistanceMatrix` bounds the radius by its ``cutoff`` and lets
-        :class:`pymc_sle.gp.Marginal` take its sparse exact likelihood (README, "Large data").
+        :class:`pymc_sle.gp.Marginal` take its sparse likelihood (README, "Large data").
     landmarks : array_like of int of shape (m,), optional
         Index mode: column indices of the landmarks, unique. ``None`` uses every column; must be
         ``None`` in feature mode, where the landmarks are the active columns of ``X``.
