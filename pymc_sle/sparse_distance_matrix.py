@@ -124,6 +124,23 @@ class SparseDistanceMatrix:
             indptr, cols, dense[rows, cols], shape=dense.shape, cutoff=cutoff, metadata=metadata
         )
 
+    @classmethod
+    def from_triplets(
+        cls, rows, cols, values, *, shape, cutoff: float, metadata=None
+    ) -> SparseDistanceMatrix:
+        """The matrix with ``D[rows[e], cols[e]] = values[e]`` (each entry once, any order)."""
+        rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+        order = np.lexsort((cols, rows))
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=int(shape[0])))])
+        return cls(
+            indptr,
+            cols[order],
+            np.asarray(values, dtype=np.float64)[order],
+            shape=shape,
+            cutoff=cutoff,
+            metadata=metadata,
+        )
+
     @property
     def shape(self) -> tuple[int, int]:
         return self._shape

@@ -289,15 +289,8 @@ def geodesic(
             )
         ]
         row, col, value = (np.concatenate(part) for part in zip(*parts, strict=True))
-        order = np.lexsort((col, row))
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=row_ids.size))])
-        return SparseDistanceMatrix(
-            indptr,
-            col[order],
-            value[order],
-            shape=(row_ids.size, col_ids.size),
-            cutoff=cutoff,
-            metadata=metadata,
+        return SparseDistanceMatrix.from_triplets(
+            row, col, value, shape=(row_ids.size, col_ids.size), cutoff=cutoff, metadata=metadata
         )
     sources, position = np.unique(col_ids, return_inverse=True)
     blocks = np.array_split(np.arange(sources.size), min(sources.size, 4 * n_workers))

@@ -385,13 +385,6 @@ def pairwise(
     if cutoff is None:
         return DistanceMatrix(values, metadata=metadata)
     row, col, value = (np.concatenate(part) for part in zip(*kept, strict=True))
-    order = np.lexsort((col, row))
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=row_ids.size))])
-    return SparseDistanceMatrix(
-        indptr,
-        col[order],
-        value[order],
-        shape=(row_ids.size, col_ids.size),
-        cutoff=cutoff,
-        metadata=metadata,
+    return SparseDistanceMatrix.from_triplets(
+        row, col, value, shape=(row_ids.size, col_ids.size), cutoff=cutoff, metadata=metadata
     )
