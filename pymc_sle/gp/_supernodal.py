@@ -113,7 +113,7 @@ def _fill_reducing_order(n: int, first: np.ndarray, second: np.ndarray) -> np.nd
     np.cumsum(np.bincount(a, minlength=n), out=xadj[1:])
     if b.size == 0:
         return np.arange(n)
-    perm, _ = pymetis.nested_dissection(xadj=xadj, adjncy=b)
+    perm, _ = pymetis.nested_dissection(pymetis.CSRAdjacency(xadj, b))
     return np.asarray(perm, dtype=np.int64)
 
 
