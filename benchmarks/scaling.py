@@ -82,13 +82,13 @@ def _model(distances, train, y, radius, landmarks=None, inner="rbf"):
     return model, gp
 
 
-def _field(mesh_name: str, n_train: int, n_test: int, seed: int = 0):
+def _field(mesh_name: str, n_train: int, n_test: int, seed: int = 0, oscillations: float = 3.0):
     """The mesh's geodesic sine field plus noise of sd 0.1: training and held-out vertices (the
     held-out set does not depend on ``n_train``)."""
     from pymc_sle.datasets import geodesic_sine_field
 
     mesh = _mesh(mesh_name)
-    field = geodesic_sine_field(mesh)
+    field = geodesic_sine_field(mesh, oscillations=oscillations)
     rng = np.random.default_rng(seed)
     order = rng.permutation(mesh.n_vertices)
     test, rest = np.sort(order[:n_test]), order[n_test:]

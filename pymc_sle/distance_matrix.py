@@ -292,8 +292,7 @@ def as_distance_matrix(distances) -> DistanceMatrix:
     if isinstance(distances, SparseDistanceMatrix):
         raise TypeError(
             "`distances` must be a dense DistanceMatrix here, but got a SparseDistanceMatrix: "
-            "sparse distances go to sle.SLE and sle.gp.Marginal (the large-data path; "
-            "sle_priors is dense only, so set the priors by hand, see "
-            "docs/how-to/large-data.md), or call .to_dense() for a small one"
+            "sparse distances go to sle.SLE, sle.gp.Marginal and sle_priors (the large-data "
+            "path, docs/how-to/large-data.md), or call .to_dense() for a small one"
         )
     return DistanceMatrix(distances)

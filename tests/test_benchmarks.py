@@ -465,3 +465,18 @@ def test_scaling_benchmark_quick(tmp_path):
     assert text.startswith("# Exact SLE Gaussian processes at large N")
     assert "## A fit at scale" in text and "## NUTS on the sparse likelihood" in text
     assert (tmp_path / "scaling_quick.png").stat().st_size > 10_000
+
+
+def test_subsample_search_benchmark_quick(tmp_path):
+    result = run_quick("subsample_search", tmp_path)
+    (row,) = result["compare"]
+    (subset,) = row["subsets"]
+    assert row["n"] == 300 and subset["size"] == 100 and 0.0 <= subset["tv_radius"] <= 1.0
+    assert subset["radius_mode"] <= row["cutoff"] * (1 + 1e-12)
+    scale = result["scale"]
+    assert scale["n"] == 1_500 and scale["priors_s"] > 0 and scale["evaluations"] > 0
+    assert scale["radius_cap"] <= scale["cutoff"] * (1 + 1e-12)
+    assert scale["point"]["radius"] <= scale["cutoff"] * (1 + 1e-12)
+    text = (tmp_path / "subsample_search_quick.md").read_text()
+    assert text.startswith("# sle_priors at scale: the search on a random subset")
+    assert "## At N = 1,500" in text

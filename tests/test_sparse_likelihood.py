@@ -307,7 +307,7 @@ def test_bad_inputs_on_the_sparse_path_name_their_argument():
     with pytest.raises(ValueError, match="`X`"):
         _model(sparse_d, y, np.arange(30) + 5)
     with pytest.raises(TypeError, match="must be a dense DistanceMatrix here, but got a Sparse"):
-        sle.priors.sle_priors(sparse_d, np.arange(30), y)
+        sle.priors.suggest_bounds(sparse_d, np.arange(30), y)
 
 
 def test_dense_graphs_on_large_sparse_distances_are_refused(monkeypatch):

@@ -497,3 +497,14 @@ def test_sampled_model_has_the_same_log_density_on_every_backend(models, mode):
     ours = model.compile_logp(mode=mode)(point), model.compile_dlogp(mode=mode)(point)
     assert ours[0] == pytest.approx(reference[0], rel=1e-10)
     np.testing.assert_allclose(ours[1], reference[1], rtol=1e-8)
+
+
+@pytest.mark.parametrize("log_cap", [0.35, 0.9, 1.2])
+def test_capped_map_bound_never_passes_the_cap_and_starts_lie_below_it(log_cap):
+    log_axis = np.linspace(-1.0, 1.2, 23)
+    p = np.exp(-0.5 * ((log_axis - 0.4) / 0.3) ** 2)
+    qmap = QuantileLog.from_grid(log_axis, p / p.sum(), log_cap=log_cap)
+    assert qmap.bound <= np.exp(log_cap)  # the two interpolants' mismatch cannot lift it
+    assert qmap.inside(1.0) == 1.0  # well below the cap: unchanged
+    start = qmap.inside(qmap.bound)
+    assert start < qmap.bound and np.isfinite(qmap.to_sampled(start))

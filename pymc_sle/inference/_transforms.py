@@ -232,7 +232,9 @@ class QuantileLog(Transform):
         x_knots = np.linspace(backward.values[0], backward.values[-1], 8 * n_knots - 1)
         forward = Hermite(x_knots[0], x_knots[1] - x_knots[0], np.interp(x_knots, x, u),
                           end_slopes=1.0 / backward.slopes[[0, -1]])  # fmt: skip
-        u_cap = None if log_cap is None else min(float(forward.numpy(log_cap)), cls._U_MAX)
+        u_cap = None
+        if log_cap is not None:
+            u_cap = _below(backward, log_cap, min(float(forward.numpy(log_cap)), cls._U_MAX))
         return cls(backward, forward, u_cap)
 
     def _uncapped(self, v):
@@ -265,6 +267,13 @@ class QuantileLog(Transform):
         starts, or posterior draws)."""
         return self._g_inverse.numpy(np.log(x))
 
+    def inside(self, x: float) -> float:
+        """``x``, or the value ``cap_width`` below the cap in :math:`u` where ``x`` is not below
+        it (a start for chains)."""
+        if self.u_cap is None or float(self.to_unit(x)) < self.u_cap - self.cap_width:
+            return float(x)
+        return float(np.exp(self._g.numpy(self.u_cap - self.cap_width)))
+
     def to_sampled(self, x):
         """The sampled value :math:`v` for floats :math:`x` below the cap."""
         u = self.to_unit(x)
@@ -273,6 +282,20 @@ class QuantileLog(Transform):
                 f"`x` must lie below the cap {self.bound:.4g}, but got {np.max(x):.4g}"
             )
         return self._capped(u, np)
+
+
+def _below(g: Hermite, level: float, u: float) -> float:
+    """The largest ``u' <= u`` with ``g(u') <= level`` (``g`` increasing): ``g`` and its inverse
+    are separate interpolants, so the inverse's ``u`` can put ``g`` a hair above ``level``."""
+    if g.numpy(u) <= level:
+        return u
+    low, high = u - 1.0, u
+    while g.numpy(low) > level:
+        low -= 1.0
+    for _ in range(60):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if g.numpy(middle) <= level else (low, middle)
+    return low
 
 
 def _cumulative(x, density):

@@ -268,6 +268,7 @@ def grid_posterior(
     ls=None,
     eta=None,
     sigma=None,
+    radius_max: float | None = None,
 ) -> GridPosterior:
     r"""The posterior of the :func:`~pymc_sle.inference.priors.sle_priors` SLE model on a grid.
 
@@ -299,6 +300,9 @@ def grid_posterior(
         for 16): where a posterior of ``eta`` or ``sigma`` is narrower than a cell, its
         marginals sum over one or two cells, and finer explicit axes over its mass
         (:meth:`GridPosterior.mass_range`) resolve it.
+    radius_max : float, optional
+        The largest radius the model allows (sparse distances' cutoff): the default radius axis
+        ends there, and an explicit one must.
 
     Returns
     -------
@@ -326,11 +330,19 @@ def grid_posterior(
     scale = float(np.std(y))
     radius_prior = lognormal_between(*bounds.radius, mass)
     ls_prior = lognormal_between(*bounds.ls, mass)
+    explicit_radius = radius is not None
     radius = (
         _log_normal_axis(radius_prior, n_radius, width)
         if radius is None
         else _explicit_axis("radius", radius)
     )
+    if radius_max is not None and radius[-1] > radius_max * (1.0 + 1e-12):
+        if explicit_radius or radius[0] >= radius_max:
+            raise ValueError(
+                f"the radius axis must lie within `radius_max` = {radius_max:.6g}, but spans "
+                f"[{radius[0]:.6g}, {radius[-1]:.6g}]"
+            )
+        radius = np.geomspace(radius[0], radius_max, radius.size)
     ls = _log_normal_axis(ls_prior, n_ls, width) if ls is None else _explicit_axis("ls", ls)
     n_radius, n_ls = radius.size, ls.size
     eta, sigma = (

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pymc.distributions.transforms import Interval
+from pymc.logprob.transforms import ChainedTransform
 
+from pymc_sle._validation import as_index_array
 from pymc_sle.inference._bounds import (
     SLEBounds,
     lognormal_between,
@@ -29,8 +32,10 @@ from pymc_sle.inference._bounds import (
     target_scale,
     training_block,
 )
+from pymc_sle.inference._subsample import subproblem
 from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
 from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior, reused_spectra
+from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
 __all__ = [
     "Basin",
@@ -286,11 +291,15 @@ class _Search:
     zoom: GridPosterior | None = None
 
 
-def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=True) -> _Search:
+def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=True,
+            **at_scale) -> _Search:  # fmt: skip
     """The grid search behind ``sle_priors`` (:class:`_Search`; ``zoom=False``: never zoom, for
-    an uncapped map). A warning when basins other than the one holding the grid's mode hold
-    more than ``_UNREACHED_MASS``."""
-    common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
+    an uncapped map; ``at_scale``: ``radius_max`` of
+    :func:`~pymc_sle.inference.grid.grid_posterior`, for the subproblem of sparse distances). A
+    warning when basins other than the one holding the grid's mode hold more than
+    ``_UNREACHED_MASS``."""
+    common = dict(landmarks=landmarks, inner=inner, inner_kwargs=inner_kwargs, mass=mass,
+                  **at_scale)  # fmt: skip
     coarse = grid_posterior(distances, rows, y, **common, **_START_GRID)
     sampled = coarse.radius_modes(min_mass=_UNREACHED_MASS, barrier=BASIN_BARRIER)
 
@@ -340,6 +349,34 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=True)
                    zoomed)  # fmt: skip
 
 
+def below_cutoff(log_scale: CenteredLog, cutoff: float) -> ChainedTransform:
+    """``log_scale`` followed by an interval onto its image of ``(0, cutoff)``: the radius's
+    centred log scale on sparse distances, whose model cannot take a radius above the cutoff."""
+    top = (float(np.log(cutoff)) - log_scale.log_centre) / log_scale.scale
+    return ChainedTransform([log_scale, Interval(None, top)])
+
+
+def _all_columns(distances, landmarks) -> np.ndarray:
+    if landmarks is None:
+        return np.arange(distances.n_columns)
+    return as_index_array("landmarks", landmarks, distances.n_columns, axis_name="columns")
+
+
+def _warn_at_cutoff(coarse: GridPosterior, cutoff: float) -> None:
+    """On sparse distances: a warning when the coarse grid puts ``_UNREACHED_MASS`` or more of
+    the radius posterior in its last cell, at the cutoff -- its mass beyond is then unknown."""
+    last = float(coarse.marginal("radius")[-1])
+    if last >= _UNREACHED_MASS:
+        warnings.warn(
+            f"The radius posterior reaches the distances' cutoff {cutoff:.4g}: the grid puts "
+            f"{100 * last:.2g} % of it in its last cell there, and the model cannot see larger "
+            "radii, because longer distances are not stored. Rebuild the distances with a "
+            "larger cutoff (e.g. 1.5 times).",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def _cells_per_sd(grid, basin: RadiusMode) -> float:
     """The posterior sd of ``log radius`` within ``basin``, in the grid's radius cells."""
     inside = (grid.radius >= basin.low) & (grid.radius <= basin.high)
@@ -374,7 +411,9 @@ def _noise_map(grid, ridge: Ridge | None) -> QuantileLog:
     return QuantileLog.from_grid(*ridge.residual_marginal(), walls=("upper",))
 
 
-def _radius_map(search: _Search, cap: bool) -> tuple[QuantileLog, float | None, float]:
+def _radius_map(
+    search: _Search, cap: bool, log_ceiling: float = np.inf
+) -> tuple[QuantileLog, float | None, float]:
     """The radius's quantile map from the fine grid's marginal, the radius's bound it makes
     (``None``: none) and the grid's posterior mass above that bound.
 
@@ -385,12 +424,14 @@ def _radius_map(search: _Search, cap: bool) -> tuple[QuantileLog, float | None, 
     fine grid's there, plus the coarse grid's beyond both (light basins the fine grid does not
     span). When that reaches ``MIN_BASIN_MASS``, the map is not capped. A capped map is built
     from the ``zoom`` grid's marginal when there is one (finer, over the start's basin and those
-    below it)."""
+    below it). A finite ``log_ceiling`` (sparse distances: the log of their cutoff) caps every
+    map at or below it."""
     coarse, grid, home = search.coarse, search.grid, search.start
     log_radius, marginal = np.log(grid.radius), grid.marginal("radius")
     if cap:
         above = [b for b in search.deep if b.low > home.high]
         log_cut = 0.5 * float(np.log(home.high * above[0].low)) if above else np.inf
+        log_cut = min(log_cut, log_ceiling)
         mapped = grid if search.zoom is None else search.zoom
         capped = QuantileLog.from_grid(np.log(mapped.radius), mapped.marginal("radius"),
                                        log_cap=log_cut)  # fmt: skip
@@ -399,6 +440,9 @@ def _radius_map(search: _Search, cap: bool) -> tuple[QuantileLog, float | None, 
         truncated = beyond + (1.0 - beyond) * float(marginal[grid.radius > bound].sum())
         if truncated < MIN_BASIN_MASS:
             return capped, bound, truncated
+    if np.isfinite(log_ceiling):
+        ceiled = QuantileLog.from_grid(log_radius, marginal, log_cap=log_ceiling)
+        return ceiled, ceiled.bound, 0.0
     return QuantileLog.from_grid(log_radius, marginal), None, 0.0
 
 
@@ -460,6 +504,7 @@ def sle_priors(
     start: str = "mode",
     scale_ridges: bool = True,
     cap_radius: bool = True,
+    search_points: int = 500,
 ) -> SLEPriors:
     """Create priors for an SLE GP in the current PyMC model, and the coordinates NUTS samples.
 
@@ -522,6 +567,15 @@ def sle_priors(
         ``truncated_mass`` of it (on the result; a warning from a tenth of ``MIN_BASIN_MASS``).
         Forward draws (``pm.sample_prior_predictive``) still come from the untruncated prior.
         ``False`` keeps every basin, uncapped.
+    search_points : int, default 500
+        On sparse distances (:class:`~pymc_sle.SparseDistanceMatrix`), the grid searches the
+        posterior given the observations of this many random training points, the kernel
+        unchanged (``pymc_sle.inference._subsample``): the grid's cost stays that of
+        ``search_points`` points at any ``n``, and its posterior is wider than the full one.
+        The radius prior is then truncated at the distances' cutoff, and every scale NUTS
+        samples the radius on stays below it (``radius_cap``); a warning says when the grid's
+        posterior has not fallen off by the cutoff. Dense distances ignore it (the grid uses
+        every point).
 
     Returns
     -------
@@ -558,8 +612,16 @@ def sle_priors(
     names = {"radius": "radius", "ls": "ls", "eta": "eta", "sigma": "sigma", **(names or {})}
     for name in _ON_RIDGES:
         names.setdefault(f"{name}_rel", f"{names[name]}_rel")
-    bounds = suggest_bounds(distances, rows, y, landmarks=landmarks)
-    matrix, _, landmark_columns = training_block(distances, rows, landmarks)
+    at_scale = isinstance(distances, SparseDistanceMatrix)
+    if at_scale:
+        sub = subproblem(distances, rows, y, landmarks, search_points)
+        searched = (sub.distances, np.arange(sub.positions.size), sub.y, None)
+        grid_options = {"radius_max": sub.cutoff}
+        matrix, landmark_columns = distances, _all_columns(distances, landmarks)
+    else:
+        searched, grid_options = (distances, rows, y, landmarks), {}
+        matrix, _, landmark_columns = training_block(distances, rows, landmarks)
+    bounds = suggest_bounds(*searched[:3], landmarks=searched[3])
     kernel = {
         "distances": matrix,
         "landmarks": landmark_columns,
@@ -569,10 +631,18 @@ def sle_priors(
     radius_prior = lognormal_between(*bounds.radius, mass)
     ls_prior = lognormal_between(*bounds.ls, mass)
     scale = target_scale(y)
+
+    def radius_variable(**options) -> pt.TensorVariable:
+        """The radius's LogNormal prior; on sparse distances truncated at their cutoff."""
+        if not at_scale:
+            return pm.LogNormal(names["radius"], **radius_prior, **options)
+        prior = pm.LogNormal.dist(**radius_prior)
+        return pm.Truncated(names["radius"], prior, upper=distances.cutoff, **options)
+
     if start == "prior":
         return SLEPriors(
             {
-                "radius": pm.LogNormal(names["radius"], **radius_prior),
+                "radius": radius_variable(),
                 "ls": pm.LogNormal(names["ls"], **ls_prior),
                 "eta": pm.HalfNormal(names["eta"], sigma=scale),
                 "sigma": pm.HalfNormal(names["sigma"], sigma=scale),
@@ -580,7 +650,9 @@ def sle_priors(
             kernel=kernel,
         )
 
-    search = _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=cap_radius)
+    search = _search(*searched, mass, inner, inner_kwargs, zoom=cap_radius, **grid_options)
+    if at_scale:
+        _warn_at_cutoff(search.coarse, distances.cutoff)
     coarse, grid, found = search.coarse, search.grid, search.basins
     on_quantiles = search.on_quantiles
     # Across basins behind deep dips the quantile scale squeezes each dip into a short, deep
@@ -596,7 +668,30 @@ def sle_priors(
     ridges = {name: Ridge(grid, name, floored=name != "ls") for name in followed}
     centre = grid if on_quantiles else coarse
 
+    log_ceiling = float(np.log(distances.cutoff)) if at_scale else np.inf
+    radius_map, cap, truncated = _radius_map(search, cap_radius and on_quantiles, log_ceiling)
+    if cap is not None:
+        found = [b for b in found if b.low < cap]
+        if truncated >= _UNREACHED_MASS / 10:
+            warnings.warn(
+                f"The radius is capped at r = {cap:.3g}: the posterior above it "
+                f"({100 * truncated:.2g} % of the grid's mass) lies behind a dip NUTS crosses too "
+                "rarely to weigh it, and a map over it made chains diverge. Pass "
+                "cap_radius=False to keep it in the model.",
+                UserWarning,
+                stacklevel=2,
+            )
+    if at_scale and not on_quantiles:
+        cap = distances.cutoff  # the centred log scale gets an interval below it
+
     def sampled(point: dict[str, float]) -> dict[str, float]:
+        """A grid point in the sampled variables, its radius moved below the cap if at it."""
+        point = dict(point)
+        if on_quantiles:
+            point["radius"] = radius_map.inside(point["radius"])
+        elif cap is not None:
+            half_cell = float(np.sqrt(centre.radius[-2] / centre.radius[-1]))
+            point["radius"] = min(point["radius"], cap * half_cell)
         return _sampled_start(point, ridges)
 
     at = sampled(centre.mode())
@@ -620,25 +715,17 @@ def sle_priors(
         for name in ("eta", "sigma")
         if name not in ridges
     }
-    log_radius = np.log(grid.radius)
-    radius_map, cap, truncated = _radius_map(search, cap_radius and on_quantiles)
-    if cap is not None:
-        found = [b for b in found if b.radius < cap]
-        if truncated >= _UNREACHED_MASS / 10:
-            warnings.warn(
-                f"The radius is capped at r = {cap:.3g}: the posterior above it "
-                f"({100 * truncated:.2g} % of the grid's mass) lies behind a dip NUTS crosses too "
-                "rarely to weigh it, and a map over it made chains diverge. Pass "
-                "cap_radius=False to keep it in the model.",
-                UserWarning,
-                stacklevel=2,
-            )
     if on_quantiles:
         radius_transform = {"initval": at["radius"], "default_transform": radius_map}
     else:
         radius_transform = transformed("radius", 0.0)
-    radius = pm.LogNormal(names["radius"], **radius_prior, **radius_transform)
+        if at_scale:
+            radius_transform["default_transform"] = below_cutoff(
+                radius_transform["default_transform"], distances.cutoff
+            )
+    radius = radius_variable(**radius_transform)
     variables["radius"] = radius
+    log_radius = np.log(grid.radius)
 
     def on_ridge(name: str, relative) -> pt.TensorVariable:
         """``name = exp(ridge(log radius)) * name_rel``, ``name_rel = relative(shift, ...)``
@@ -673,7 +760,7 @@ def sle_priors(
 def _scales(search: _Search, ridges: dict[str, Ridge], cap: float | None) -> dict[str, str]:
     """``SLEPriors.scales``: the scale NUTS samples each variable on."""
     if not search.on_quantiles:
-        out = {"radius": "centred log"}
+        out = {"radius": "centred log" if cap is None else "centred log, below the cutoff"}
     else:
         out = {"radius": "quantile" if cap is None else "capped quantile"}
         if search.zoom is not None and cap is not None:
