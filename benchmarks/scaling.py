@@ -43,6 +43,8 @@ TARGET_SPEEDUP = 20.0
 TARGET_GRADIENT_RATIO = 4.0
 TARGET_MAP_MIN = 15.0
 TARGET_NUTS_MIN = 90.0
+#: The target's NUTS run: chains, tuning and kept iterations.
+NUTS_TARGET_RUN = (4, 500, 500)
 
 
 def _mesh(name: str):
@@ -433,10 +435,22 @@ def targets(result: dict) -> list[str]:
             )
     nuts = result.get("nuts")
     if nuts and nuts["n_train"] >= 5_000:
-        out.append(
-            f"NUTS at N = {nuts['n_train']:,}: {nuts['wall_min']:.1f} min, target <= "
-            f"{TARGET_NUTS_MIN:g} min: {verdict(nuts['wall_min'] <= TARGET_NUTS_MIN)}"
-        )
+        if (nuts["chains"], nuts["tune"], nuts["draws"]) == NUTS_TARGET_RUN:
+            out.append(
+                f"NUTS at N = {nuts['n_train']:,}: {nuts['wall_min']:.1f} min, target <= "
+                f"{TARGET_NUTS_MIN:g} min: {verdict(nuts['wall_min'] <= TARGET_NUTS_MIN)}"
+            )
+        else:
+            chains, tune, draws = NUTS_TARGET_RUN
+            scaled = nuts["wall_min"] * chains / nuts["chains"] * (tune + draws)
+            scaled /= nuts["tune"] + nuts["draws"]
+            out.append(
+                f"NUTS at N = {nuts['n_train']:,}: not run at the target's {chains} x ({tune} + "
+                f"{draws}); the shorter run above, scaled by chains and iterations, suggests "
+                f"{scaled:.0f} min against the target's {TARGET_NUTS_MIN:g} min (tuning "
+                "iterations cost more than the later ones, so this is a rough figure): "
+                f"{verdict(scaled <= TARGET_NUTS_MIN)} by that estimate"
+            )
     return out
 
 
@@ -478,6 +492,14 @@ def main() -> None:
     parser.add_argument("--section", choices=SECTIONS, action="append")
     parser.add_argument("--per-bump", type=float, default=32.0)
     parser.add_argument("--dense-max", type=int, default=10_000)
+    parser.add_argument(
+        "--nuts-run",
+        type=int,
+        nargs=3,
+        default=[NUTS_TARGET_RUN[2], NUTS_TARGET_RUN[1], NUTS_TARGET_RUN[0]],
+        metavar=("DRAWS", "TUNE", "CHAINS"),
+        help="the nuts section's run (default: the target's 4 chains x (500 + 500))",
+    )
     args = parser.parse_args()
     stem = "scaling_quick" if args.quick else "scaling"
     path = args.out / f"{stem}.json"
@@ -493,7 +515,7 @@ def main() -> None:
         sizes.append(("icosphere-7", 100_000))
         reps, dense_max = 3, args.dense_max
         fits = [(mesh, 1_000, 4_834), (mesh, 30_000, 4_834)]
-        nuts = (mesh, 5_000, 500, 500, 4)
+        nuts = (mesh, 5_000, *args.nuts_run)
     if "sizes" in sections:
         result["reps"] = reps
         result["sizes"] = []

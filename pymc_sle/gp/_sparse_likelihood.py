@@ -97,6 +97,8 @@ class SparseSLEProblem:
         self.pair_i = shared.row[by_row].astype(np.int64)
         self.pair_j = shared.col[by_row].astype(np.int64)
         self.n_landmarks = int(n_landmarks)
+        #: The pairs ``(i, i)``, where ``B`` holds the noise.
+        self.diagonal = np.flatnonzero(self.pair_i == self.pair_j)
         #: ``(entries, column_ptr, pair_of)`` of ``_column_pairs``.
         self.column_pairs = _column_pairs(
             self.indptr, self.indices, self.pair_i, self.pair_j, self.n_landmarks
@@ -341,7 +343,7 @@ def _factor(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, nois
     tilde = _tilde(norms[0], pairs[0], pairs[1], problem.pair_i, problem.pair_j, rates, weights)
     values = np.zeros(problem.symbolic.n_values)
     entries = scale * tilde
-    entries[problem.pair_i == problem.pair_j] += noise
+    entries[problem.diagonal] += noise
     values[problem.symbolic.entry_index] = entries
     ok = _supernodal.factorize(problem.symbolic, values)
     low_rank = np.sqrt(scale * weights) * np.exp(-np.outer(norms[0], rates))
