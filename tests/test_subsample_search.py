@@ -12,9 +12,10 @@ from pytensor.graph.traversal import ancestors
 import pymc_sle as sle
 from pymc_sle.distances import geodesic
 from pymc_sle.inference._subsample import subproblem
-from pymc_sle.inference._transforms import CenteredLog
+from pymc_sle.inference._transforms import CenteredLog, below_cutoff
+from pymc_sle.inference.basins import basin_models
 from pymc_sle.inference.grid import grid_posterior
-from pymc_sle.inference.priors import below_cutoff, sle_priors
+from pymc_sle.inference.priors import Basin, SLEPriors, sle_priors
 from pymc_sle.kernels import embedding_distances
 
 
@@ -138,3 +139,31 @@ def test_centred_log_below_the_cutoff(centre, scale, cutoff):
     assert 0 <= far.min() and far.max() <= cutoff * (1 + 1e-12)  # never above it, however far
     assert (x > 0).all() and (x < cutoff).all() and (np.diff(x) < 0).all()  # log(top - .)
     np.testing.assert_allclose(transform.forward(x).eval(), v, rtol=1e-9, atol=1e-9)
+
+
+def test_basin_models_confine_a_truncated_radius():
+    """sample_basins' restricted models work on the sparse model's truncated, capped radius."""
+    D, y = _sphere_problem(n=160, per_bump=300.0, frequency=20.0)
+    rows = np.arange(160)
+    with pm.Model() as model:
+        priors = sle_priors(D, rows, y, search_points=60)
+        gp = sle.gp.Marginal(cov_func=priors.covariance())
+        gp.marginal_likelihood("y", X=rows[:, None], y=y, sigma=priors["sigma"])
+    (only,) = priors.basins
+    start = dict(only.start)
+    low = dict(start, radius=0.8 * start["radius"])
+    halves = (
+        Basin(low["radius"], 0.5, 0.6 * start["radius"], 0.9 * start["radius"], low),
+        Basin(start["radius"], 0.5, 0.9 * start["radius"], priors.radius_cap, start),
+    )
+    two = SLEPriors(dict(priors), halves, priors.radius_cap, 0.0, priors.scales, priors.kernel)
+    restricted = basin_models(two, model=model)
+    assert [basin for basin, _ in restricted] == list(halves)
+    for basin, basin_model in restricted:
+        point = basin_model.initial_point()
+        assert np.isfinite(basin_model.compile_logp()(point))
+        (radius_value,) = basin_model.replace_rvs_by_values([basin_model["radius"]])
+        radius = basin_model.compile_fn(radius_value, inputs=basin_model.value_vars,
+                                        on_unused_input="ignore")(point)  # fmt: skip
+        # through the quantile map and its inverse, two interpolants: equal to about 1e-4
+        assert radius == pytest.approx(basin.start["radius"], rel=1e-3) and radius < D.cutoff

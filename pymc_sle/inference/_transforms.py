@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
-from pymc.distributions.transforms import Transform
+from pymc.distributions.transforms import Interval, Transform
+from pymc.logprob.transforms import ChainedTransform
 from scipy import interpolate, special, stats
 
-__all__ = ["CenteredLog", "QuantileLog", "Ridge"]
+__all__ = ["CenteredLog", "QuantileLog", "Ridge", "below_cutoff"]
 
 
 class CenteredLog(Transform):
@@ -369,3 +370,10 @@ class Ridge(Hermite):
         np.add.at(probabilities, left, (1.0 - share) * self._joint)
         np.add.at(probabilities, left + 1, share * self._joint)
         return residual.min() + step * np.arange(probabilities.size), probabilities
+
+
+def below_cutoff(log_scale: CenteredLog, cutoff: float) -> ChainedTransform:
+    """``log_scale`` followed by an interval onto its image of ``(0, cutoff)``: the radius's
+    centred log scale on sparse distances, whose model cannot take a radius above the cutoff."""
+    top = (float(np.log(cutoff)) - log_scale.log_centre) / log_scale.scale
+    return ChainedTransform([log_scale, Interval(None, top)])

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pymc.distributions.transforms import Interval
-from pymc.logprob.transforms import ChainedTransform
 
 from pymc_sle._validation import as_index_array
 from pymc_sle.inference._bounds import (
@@ -33,7 +31,7 @@ from pymc_sle.inference._bounds import (
     training_block,
 )
 from pymc_sle.inference._subsample import subproblem
-from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
+from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge, below_cutoff
 from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior, reused_spectra
 from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
@@ -349,13 +347,6 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=True,
                    zoomed)  # fmt: skip
 
 
-def below_cutoff(log_scale: CenteredLog, cutoff: float) -> ChainedTransform:
-    """``log_scale`` followed by an interval onto its image of ``(0, cutoff)``: the radius's
-    centred log scale on sparse distances, whose model cannot take a radius above the cutoff."""
-    top = (float(np.log(cutoff)) - log_scale.log_centre) / log_scale.scale
-    return ChainedTransform([log_scale, Interval(None, top)])
-
-
 def _all_columns(distances, landmarks) -> np.ndarray:
     if landmarks is None:
         return np.arange(distances.n_columns)
@@ -536,7 +527,8 @@ def sle_priors(
     Basins of the radius posterior are listed in ``basins`` (peak, mass, extent, start) for
     :func:`pymc_sle.inference.sample_basins`, which samples each; a ``UserWarning`` names them
     when those outside the start's hold more than 1 % of the mass. The grid costs about 2,000
-    eigendecompositions of the ``n x n`` training Gram matrix (README, "How large?").
+    eigendecompositions of the ``n x n`` training Gram matrix (README, "How large?"); on sparse
+    distances, of a ``search_points x search_points`` one (``search_points`` below).
     ``start="prior"`` gives plain log scales and PyMC's default start, without the search.
 
     Parameters
