@@ -16,7 +16,6 @@ Run:  python -m benchmarks.edit_distance [--quick]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._paths import RESULTS
+from benchmarks._paths import RESULTS, write_results
 from pymc_sle.datasets import evolving_sequences
 from pymc_sle.distances import edit_distance, pairwise
 
@@ -113,11 +112,7 @@ def main(argv=None) -> None:
     n_items, n_pairs, n_reference = (60, 200, 20) if args.quick else (1000, 2000, 100)
     result = measure(n_items, n_pairs, n_reference)
     result["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform()}
-    stem = "edit_distance_quick" if args.quick else "edit_distance"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2))
-    (args.out / f"{stem}.md").write_text(summary(result))
-    print(summary(result))
+    write_results(args.out, "edit_distance", args.quick, result, summary(result))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._paths import write_results
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -225,11 +227,7 @@ def main() -> None:
     for n in sizes:
         result["sizes"].append(_child("measure_size", n, iterations, reps))
         print(result["sizes"][-1], flush=True)
-    stem = "size_limits_quick" if args.quick else "size_limits"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2))
-    (args.out / f"{stem}.md").write_text(summary(result))
-    print(summary(result))
+    write_results(args.out, "size_limits", args.quick, result, summary(result))
 
 
 if __name__ == "__main__":

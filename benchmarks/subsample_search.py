@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._paths import RESULTS
+from benchmarks._paths import RESULTS, write_results
 from benchmarks.scaling import BUNNY, _field, _surface_area
 
 NAMES = ("radius", "ls", "eta", "sigma")
@@ -193,11 +193,7 @@ def main() -> None:
     ]
     print(json.dumps(result["compare"], indent=1), flush=True)
     result["scale"] = at_scale(mesh, scale[0], args.per_bump[0], scale[1])
-    stem = "subsample_search_quick" if args.quick else "subsample_search"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2))
-    (args.out / f"{stem}.md").write_text(summary(result))
-    print(summary(result))
+    write_results(args.out, "subsample_search", args.quick, result, summary(result))
 
 
 if __name__ == "__main__":

@@ -144,19 +144,18 @@ def _column_pairs(indptr, indices, pair_i, pair_j, n_landmarks):
     column_ptr = np.cumsum(counts)
     fill = column_ptr[:-1].copy()
     entries = np.empty(indices.size, dtype=np.int64)
+    row_of = np.empty(indices.size, dtype=np.int64)
     for i in range(n):  # rows in order: each column's entries come out sorted by row
         for p in range(indptr[i], indptr[i + 1]):
             entries[fill[indices[p]]] = p
             fill[indices[p]] += 1
+            row_of[p] = i
     row_start = np.searchsorted(pair_i, np.arange(n + 1))
     total = 0
     for k in range(n_landmarks):
         c = column_ptr[k + 1] - column_ptr[k]
         total += c * (c - 1) // 2
     pair_of = np.empty(total, dtype=np.int64)
-    row_of = np.empty(indices.size, dtype=np.int64)
-    for i in range(n):
-        row_of[indptr[i] : indptr[i + 1]] = i
     t = 0
     for k in range(n_landmarks):
         for a in range(column_ptr[k], column_ptr[k + 1]):

@@ -36,15 +36,17 @@ class Subproblem:
         The chosen points, as sorted positions into the training ``rows``.
     columns : ndarray of int
         The landmark columns of ``distances``, into the sparse matrix's columns.
+    landmarks : ndarray of int
+        Every landmark column of the model (validated), of which ``columns`` are those reached.
     y : ndarray
         The chosen points' observations.
     cutoff : float
         The largest radius the subproblem (and the model) may take.
     """
 
-    def __init__(self, distances, positions, columns, y, cutoff):
+    def __init__(self, distances, positions, columns, landmarks, y, cutoff):
         self.distances = distances
-        self.positions, self.columns, self.y = positions, columns, y
+        self.positions, self.columns, self.landmarks, self.y = positions, columns, landmarks, y
         self.cutoff = float(cutoff)
 
 
@@ -76,6 +78,7 @@ def subproblem(distances: SparseDistanceMatrix, rows, y, landmarks, size: int, s
         DistanceMatrix(dense, metadata={"subproblem_of": list(distances.shape)}),
         positions,
         landmarks[reached],
+        landmarks,
         y[positions],
         distances.cutoff,
     )

@@ -21,7 +21,6 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pymc_sle._validation import as_index_array
 from pymc_sle.inference._bounds import (
     SLEBounds,
     lognormal_between,
@@ -347,12 +346,6 @@ def _search(distances, rows, y, landmarks, mass, inner, inner_kwargs, zoom=True,
                    zoomed)  # fmt: skip
 
 
-def _all_columns(distances, landmarks) -> np.ndarray:
-    if landmarks is None:
-        return np.arange(distances.n_columns)
-    return as_index_array("landmarks", landmarks, distances.n_columns, axis_name="columns")
-
-
 def _warn_at_cutoff(coarse: GridPosterior, cutoff: float) -> None:
     """On sparse distances: a warning when the coarse grid puts ``_UNREACHED_MASS`` or more of
     the radius posterior in its last cell, at the cutoff -- its mass beyond is then unknown."""
@@ -609,7 +602,7 @@ def sle_priors(
         sub = subproblem(distances, rows, y, landmarks, search_points)
         searched = (sub.distances, np.arange(sub.positions.size), sub.y, None)
         grid_options = {"radius_max": sub.cutoff}
-        matrix, landmark_columns = distances, _all_columns(distances, landmarks)
+        matrix, landmark_columns = distances, sub.landmarks
     else:
         searched, grid_options = (distances, rows, y, landmarks), {}
         matrix, _, landmark_columns = training_block(distances, rows, landmarks)
