@@ -38,10 +38,14 @@ def test_blas_threads_benchmark_quick(tmp_path):
     # work agrees within a factor of two; a run that sampled another model would not.
     steps = [run["post_tuning_steps"] for run in runs.values()]
     assert max(steps) < 2 * min(steps)
+    assert set(runs) == {"plain", "library_limit_off", "threadpool_limits"}
     assert results["slowdown_per_step_without_limit"] == pytest.approx(
-        runs["default"]["ms_per_step"] / runs["one_blas_thread"]["ms_per_step"]
+        runs["library_limit_off"]["ms_per_step"] / runs["plain"]["ms_per_step"]
     )
-    assert "Slow-down per leapfrog step" in (tmp_path / "blas_threads_quick.md").read_text()
+    assert results["plain_over_threadpool_limits"] == pytest.approx(
+        runs["plain"]["ms_per_step"] / runs["threadpool_limits"]["ms_per_step"]
+    )
+    assert "Without the library's limit" in (tmp_path / "blas_threads_quick.md").read_text()
 
 
 def test_size_limits_benchmark_quick(tmp_path):

@@ -36,6 +36,7 @@ from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.link.numba.dispatch import numba_funcify
 from pytensor.tensor.rewriting.basic import register_specialize
 
+from pymc_sle._blas_threads import one_blas_thread_in_workers
 from pymc_sle._lapack import (
     cholesky_inplace,
     cholesky_inverse_inplace,
@@ -142,6 +143,7 @@ class GaussianLogDensity(Op):
             outputs += [pt.matrix(dtype="float64"), residual.type()]
         return Apply(self, [cov, residual], outputs)
 
+    @one_blas_thread_in_workers
     def perform(self, node, inputs, output_storage):
         cov, residual = inputs
         n = residual.shape[-1]

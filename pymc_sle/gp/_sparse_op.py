@@ -11,6 +11,7 @@ from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.link.numba.dispatch import numba_funcify
 from pytensor.tensor.rewriting.basic import register_specialize
 
+from pymc_sle._blas_threads import one_blas_thread_in_workers
 from pymc_sle.gp._sparse_likelihood import PARAMETERS, SparseSLEProblem, log_density
 
 __all__ = ["SparseSLELogDensity"]
@@ -48,6 +49,7 @@ class SparseSLELogDensity(Op):
             outputs += [pt.vector(dtype="float64")] + [pt.scalar(dtype="float64") for _ in scalars]
         return Apply(self, [residual, *scalars], outputs)
 
+    @one_blas_thread_in_workers
     def perform(self, node, inputs, output_storage):
         residual, *parameters = inputs
         if residual.shape != (self.problem.n,):

@@ -55,6 +55,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import numba_funcify
 
+from pymc_sle._blas_threads import one_blas_thread_in_workers
 from pymc_sle._euclidean import CANCELLATION
 from pymc_sle.kernels._bump import bump_formula
 from pymc_sle.kernels._embedding_loops import (
@@ -89,6 +90,7 @@ class _DenseSquaredDistances(Op):
         n = phi.type.shape[0]
         return Apply(self, [phi], [pt.tensor(dtype="float64", shape=(n, n))])
 
+    @one_blas_thread_in_workers
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = dense_forward(np.ascontiguousarray(inputs[0]))
 
@@ -137,6 +139,7 @@ class _CrossSquaredDistances(Op):
         shape = (inputs[0].type.shape[0], inputs[1].type.shape[0])
         return Apply(self, inputs, [pt.tensor(dtype="float64", shape=shape)])
 
+    @one_blas_thread_in_workers
     def perform(self, node, inputs, output_storage):
         phi, phi_other = (np.ascontiguousarray(v) for v in inputs)
         output_storage[0][0] = cross_forward(phi, phi_other)
@@ -326,6 +329,7 @@ class _BumpSquaredDistances(Op):
         support = [pt.dvector(), pt.dvector(), pt.lvector(), pt.lvector()]
         return Apply(self, inputs, [pt.tensor(dtype="float64", shape=(n, n)), *support])
 
+    @one_blas_thread_in_workers
     def perform(self, node, inputs, output_storage):
         for storage, value in zip(
             output_storage, bump_forward(*inputs, self.max_fill), strict=True
@@ -365,6 +369,7 @@ class _BumpEmbeddingGrad(Op):
         inputs = [pt.as_tensor_variable(v) for v in inputs]
         return Apply(self, inputs, [inputs[1].type()])
 
+    @one_blas_thread_in_workers
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = bump_embedding_backward(*inputs)
 

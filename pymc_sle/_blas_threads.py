@@ -1,0 +1,51 @@
+"""One BLAS thread for the library's kernels inside a worker process.
+
+``pm.sample(cores=c)`` runs its chains in ``c`` child processes and means each to use one
+BLAS thread (its ``blas_cores="auto"``). It enforces that only when the children start by
+``spawn`` or ``forkserver``: with ``fork`` (Linux's default before Python 3.14) PyMC applies no
+limit (pymc-devs/pymc#8044), so every chain's OpenBLAS keeps a thread per core and the chains
+spin against each other (``benchmarks/results/blas_threads.md``: the demo's model on 2 cores,
+2 chains, many times slower per leapfrog step).
+
+:func:`one_blas_thread_in_workers` wraps an Op's ``perform``: in a process that
+:mod:`multiprocessing` started (a sampler's chain, a pool worker) the call runs with one BLAS
+thread, and the previous count is restored when it returns; in the main process nothing
+changes, so a single large fit keeps every BLAS thread. The limit costs a few microseconds per
+call.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import os
+from contextlib import nullcontext
+
+from threadpoolctl import ThreadpoolController
+
+__all__ = ["one_blas_thread_in_workers", "worker_blas_limit"]
+
+_controllers: dict[int, ThreadpoolController] = {}
+
+
+def worker_blas_limit():
+    """A context manager: one BLAS thread in a :mod:`multiprocessing` child, nothing otherwise."""
+    if multiprocessing.parent_process() is None:
+        return nullcontext()
+    pid = os.getpid()
+    # Found afresh in each process: a forked child must not use its parent's handles' state.
+    if pid not in _controllers:
+        _controllers.clear()
+        _controllers[pid] = ThreadpoolController()
+    return _controllers[pid].limit(limits=1, user_api="blas")
+
+
+def one_blas_thread_in_workers(perform):
+    """Decorate an Op's ``perform`` to run under :func:`worker_blas_limit`."""
+
+    @functools.wraps(perform)
+    def limited(*args, **kwargs):
+        with worker_blas_limit():
+            return perform(*args, **kwargs)
+
+    return limited
