@@ -520,7 +520,7 @@ def main() -> None:
     result.update(machine=f"{platform.machine()}, {os.cpu_count()} cores", per_bump=args.per_bump)
     mesh = "bunny" if BUNNY.exists() else "icosphere-6"
     if args.quick:
-        sizes, reps, dense_max = [("icosphere-3", 300), ("icosphere-3", 600)], 2, 600
+        sizes, reps, dense_max = [("icosphere-3", 300), ("icosphere-3", 600)], 2, 300
         fits, nuts = [("icosphere-3", 300, 100)], ("icosphere-3", 200, 20, 20, 2)
     else:
         sizes = [(mesh, n) for n in (1_000, 2_000, 5_000, 10_000, 20_000, 34_834)]

@@ -37,8 +37,8 @@ from benchmarks.studies.common import (
     write_json,
     write_markdown,
 )
-from pymc_sle.baselines import DistanceCovariance
 from pymc_sle.distances import geodesic, load_mesh
+from pymc_sle.kernels.baselines import DistanceCovariance
 
 ROUNDING = -1e-12
 KERNELS = ("Gaussian of d", "Matern-3/2 of d", "SLE (local radius)", "SLE (dense radius)")
