@@ -47,7 +47,7 @@ from threadpoolctl import threadpool_limits
 import pymc_sle
 from pymc_sle import SLE, embedding_distances
 from pymc_sle.distances import geodesic, load_mesh
-from pymc_sle.priors import radius_bounds
+from pymc_sle.inference.priors import radius_bounds
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_MESH = HERE.parents[1] / "shared" / "data" / "teddy.obj"

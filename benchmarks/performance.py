@@ -52,8 +52,8 @@ from threadpoolctl import threadpool_limits
 import pymc_sle
 from benchmarks._paths import ROOT
 from pymc_sle import SLE
-from pymc_sle.baselines import DistanceCovariance
 from pymc_sle.kernels import SPARSE_FILL_THRESHOLD
+from pymc_sle.kernels.baselines import DistanceCovariance
 
 HERE = Path(__file__).resolve().parent
 FILLS = (0.05, 0.1, 0.2, 0.5)

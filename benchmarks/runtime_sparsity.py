@@ -47,8 +47,8 @@ from benchmarks._paths import RESULTS
 from benchmarks._timing import interleaved_ms
 from benchmarks.performance import compile_value_and_grad, problem, radius_for_fill
 from pymc_sle import SLE
-from pymc_sle.baselines import DistanceCovariance
 from pymc_sle.kernels import SPARSE_FILL_THRESHOLD
+from pymc_sle.kernels.baselines import DistanceCovariance
 
 FILL = 0.04
 DENSE_FILL = 0.35

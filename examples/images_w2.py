@@ -18,10 +18,10 @@ import numpy as np
 import pymc as pm
 
 import pymc_sle as sle
-from pymc_sle.baselines import DistanceCovariance
 from pymc_sle.datasets import coarsen, saxs_images
-from pymc_sle.diagnostics import psd_report
 from pymc_sle.distances import wasserstein
+from pymc_sle.evaluation.diagnostics import psd_report
+from pymc_sle.kernels.baselines import DistanceCovariance
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt

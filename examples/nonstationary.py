@@ -24,7 +24,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 import pymc_sle as sle
-from pymc_sle.metrics import score_gaussian
+from pymc_sle.evaluation.metrics import score_gaussian
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt

@@ -20,11 +20,7 @@ command line and the distance workers do not pay for importing PyMC.
 
 from __future__ import annotations
 
-import importlib
-import importlib.abc
-import importlib.util
 import logging
-import sys
 import warnings
 from typing import TYPE_CHECKING
 
@@ -60,7 +56,26 @@ class _NoBlasNotice(logging.Filter):
 # By name: the logger exists before PyTensor is imported, and PyTensor's import keeps it.
 logging.getLogger("pytensor.tensor.blas").addFilter(_NoBlasNotice())
 
-if TYPE_CHECKING:  # the public names; imported on first use (see pymc_sle._lazy)
+#: ``sle.<name>``: the module and attribute (``None``: the module itself), imported on first use.
+_PUBLIC = {
+    **{name: (f"pymc_sle.{name}", None) for name in (
+        "datasets", "demo", "distances", "evaluation", "gp", "inference", "kernels", "plotting")},
+    "DistanceMatrix": ("pymc_sle.distance_matrix", "DistanceMatrix"),
+    "SparseDistanceMatrix": ("pymc_sle.sparse_distance_matrix", "SparseDistanceMatrix"),
+    "diagnostics": ("pymc_sle.evaluation.diagnostics", None),
+    "metrics": ("pymc_sle.evaluation.metrics", None),
+    "find_map": ("pymc_sle.inference", "find_map"),
+    "priors": ("pymc_sle.inference.priors", None),
+    "INNER_KERNELS": ("pymc_sle.kernels", "INNER_KERNELS"),
+    "SLE": ("pymc_sle.kernels", "SLE"),
+    "baselines": ("pymc_sle.kernels.baselines", None),
+    "bump": ("pymc_sle.kernels", "bump"),
+    "embedding_distances": ("pymc_sle.kernels", "embedding_distances"),
+    "raw_embedding_distances": ("pymc_sle.kernels", "raw_embedding_distances"),
+    "spectral": ("pymc_sle.kernels.spectral", None),
+}  # fmt: skip
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pymc_sle import datasets, demo, distances, evaluation, gp, inference, kernels, plotting
     from pymc_sle.distance_matrix import DistanceMatrix
     from pymc_sle.evaluation import diagnostics, metrics
@@ -76,37 +91,7 @@ if TYPE_CHECKING:  # the public names; imported on first use (see pymc_sle._lazy
     )
     from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
-#: The first release's module paths (``from pymc_sle.priors import sle_priors``), kept working
-#: as aliases of the modules that now hold them.
-_ALIASES = {
-    "pymc_sle.priors": "pymc_sle.inference.priors",
-    "pymc_sle.metrics": "pymc_sle.evaluation.metrics",
-    "pymc_sle.diagnostics": "pymc_sle.evaluation.diagnostics",
-    "pymc_sle.baselines": "pymc_sle.kernels.baselines",
-    "pymc_sle.spectral": "pymc_sle.kernels.spectral",
-}
-
-
-class _AliasLoader(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports an alias path as the module it stands for (the same module object)."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname in _ALIASES:
-            return importlib.util.spec_from_loader(fullname, self)
-        return None
-
-    def create_module(self, spec):
-        return importlib.import_module(_ALIASES[spec.name])
-
-    def exec_module(self, module):
-        pass  # already executed under its own name
-
-
-if not any(isinstance(finder, _AliasLoader) for finder in sys.meta_path):
-    sys.meta_path.append(_AliasLoader())
-
-
-__getattr__, _, _public = lazy_attributes(__name__, __file__)
+__getattr__, _, _public = lazy_attributes(__name__, _PUBLIC)
 __all__ = sorted([*_public, "__version__"])
 
 

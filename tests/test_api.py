@@ -1,6 +1,7 @@
-"""The public API: what ``__all__`` promises resolves, is documented, and the first release's
-import paths keep working."""
+"""The public API: what ``__all__`` promises resolves, is documented, and each module has one
+import path."""
 
+import ast
 import importlib
 import inspect
 import re
@@ -12,7 +13,7 @@ import pytest
 
 import pymc_sle
 
-#: The public namespaces: the package, its stages and the first release's module paths.
+#: The public namespaces: the package, its stages and their public modules.
 NAMESPACES = [
     "pymc_sle",
     "pymc_sle.distances",
@@ -74,20 +75,42 @@ def test_every_public_function_and_class_has_an_api_page():
 
 
 @pytest.mark.parametrize(
-    "path, name",
+    "short, module",
     [
-        ("pymc_sle.priors", "sle_priors"),
-        ("pymc_sle.metrics", "evaluate"),
-        ("pymc_sle.diagnostics", "psd_report"),
-        ("pymc_sle.baselines", "MeshMatern"),
-        ("pymc_sle.spectral", "laplace_beltrami"),
-        ("pymc_sle.gp", "Marginal"),
-        ("pymc_sle.inference", "MAPResult"),
+        ("priors", "pymc_sle.inference.priors"),
+        ("metrics", "pymc_sle.evaluation.metrics"),
+        ("diagnostics", "pymc_sle.evaluation.diagnostics"),
+        ("baselines", "pymc_sle.kernels.baselines"),
+        ("spectral", "pymc_sle.kernels.spectral"),
     ],
 )
-def test_first_release_import_paths_still_work(path, name):
-    module = importlib.import_module(path)
-    assert getattr(module, name) is getattr(getattr(pymc_sle, path.split(".")[1]), name)
+def test_short_names_are_attributes_of_the_package_not_second_import_paths(short, module):
+    assert getattr(pymc_sle, short) is importlib.import_module(module)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"pymc_sle.{short}")
+
+
+@pytest.mark.parametrize("module_name", ["pymc_sle", "pymc_sle.distances"])
+def test_type_checking_imports_name_what_the_package_imports_lazily(module_name):
+    """The ``if TYPE_CHECKING:`` block editors read lists the same names, from the same places,
+    as the table ``__getattr__`` imports them from."""
+    module = importlib.import_module(module_name)
+    block = next(
+        node
+        for node in ast.parse(Path(module.__file__).read_text()).body
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+    )
+    for statement in block.body:
+        for alias in statement.names:
+            name = alias.asname or alias.name
+            assert name in module.__all__
+            value = getattr(importlib.import_module(statement.module), alias.name, None)
+            if value is None:  # a submodule imported by name
+                value = importlib.import_module(f"{statement.module}.{alias.name}")
+            assert getattr(module, name) is value, name
+    assert len(module.__all__) - (module_name == "pymc_sle") == sum(
+        len(statement.names) for statement in block.body
+    )
 
 
 def test_version():

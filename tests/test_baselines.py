@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from pymc_sle.baselines import DistanceCovariance, MeshMatern, RawLandmarkEmbedding
-from pymc_sle.diagnostics import psd_report
-from pymc_sle.spectral import laplace_beltrami, matern_spectrum
+from pymc_sle.evaluation.diagnostics import psd_report
+from pymc_sle.kernels.baselines import DistanceCovariance, MeshMatern, RawLandmarkEmbedding
+from pymc_sle.kernels.spectral import laplace_beltrami, matern_spectrum
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pymc_sle.evaluation.holdout import convergence
 from pymc_sle.inference import basin_diagnostics, basin_models, sample_basins
 from pymc_sle.inference._transforms import CenteredLog
 from pymc_sle.inference.basins import MIN_BASIN_MASS, _cuts, _intervals
-from pymc_sle.priors import Basin, SLEPriors, sle_priors
+from pymc_sle.inference.priors import Basin, SLEPriors, sle_priors
 
 SAMPLE = dict(draws=200, tune=200, chains=2, cores=1, progressbar=False,
               compute_convergence_checks=False)  # fmt: skip

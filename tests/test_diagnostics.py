@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pymc_sle.diagnostics import psd_report
+from pymc_sle.evaluation.diagnostics import psd_report
 
 
 def test_report_of_known_spectra():

@@ -9,7 +9,7 @@ from threadpoolctl import threadpool_limits
 
 from pymc_sle import SLE
 from pymc_sle.datasets import one_dimensional
-from pymc_sle.priors import sle_priors
+from pymc_sle.inference.priors import sle_priors
 
 TRAIN = np.array([0, 3, 5, 8, 12, 15, 19, 22, 27, 30, 33, 37])
 TEST = np.array([1, 2, 10, 25, 39])

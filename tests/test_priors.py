@@ -8,7 +8,7 @@ from conftest import synthetic_grid, two_basin_grids
 from scipy import stats
 
 import pymc_sle
-from pymc_sle.priors import (
+from pymc_sle.inference.priors import (
     SLEPriors,
     lognormal_between,
     radius_bounds,

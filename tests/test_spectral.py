@@ -4,7 +4,7 @@ import numpy as np
 import pytensor.tensor as pt
 import pytest
 
-from pymc_sle.spectral import Eigenpairs, laplace_beltrami, matern_spectrum
+from pymc_sle.kernels.spectral import Eigenpairs, laplace_beltrami, matern_spectrum
 
 trimesh = pytest.importorskip("trimesh")
 pytest.importorskip("robust_laplacian")

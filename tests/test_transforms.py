@@ -17,7 +17,7 @@ from pymc_sle.inference import priors as priors_module
 from pymc_sle.inference._bounds import target_scale
 from pymc_sle.inference._transforms import Hermite, QuantileLog, Ridge
 from pymc_sle.inference.grid import grid_posterior
-from pymc_sle.priors import lognormal_between, sle_priors, suggest_bounds
+from pymc_sle.inference.priors import lognormal_between, sle_priors, suggest_bounds
 
 
 def _function(transform_method):

@@ -19,9 +19,9 @@ import pytensor.tensor as pt
 
 import pymc_sle as sle
 from benchmarks.paper.problem import Context
-from pymc_sle.baselines import DistanceCovariance, MeshMatern, RawLandmarkEmbedding
-from pymc_sle.priors import radius_bounds
-from pymc_sle.spectral import Eigenpairs
+from pymc_sle.inference.priors import radius_bounds
+from pymc_sle.kernels.baselines import DistanceCovariance, MeshMatern, RawLandmarkEmbedding
+from pymc_sle.kernels.spectral import Eigenpairs
 
 
 def log_uniform(name: str, lower: float, upper: float):

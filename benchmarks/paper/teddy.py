@@ -44,7 +44,7 @@ from benchmarks.paper.runner import parser, run, selected
 from benchmarks.paper.summary import summarise
 from pymc_sle.datasets import matern_field
 from pymc_sle.distances import geodesic
-from pymc_sle.spectral import laplace_beltrami
+from pymc_sle.kernels.spectral import laplace_beltrami
 
 TABLE_SIZES = (200, 300, 400)
 CURVE_SIZES = (50, 100, 600, 800)

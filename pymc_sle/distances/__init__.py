@@ -8,7 +8,18 @@ from typing import TYPE_CHECKING
 
 from pymc_sle._lazy import lazy_attributes
 
-if TYPE_CHECKING:  # the public names; imported on first use (see pymc_sle._lazy)
+#: The public names: the module and attribute each is imported from on first use.
+_PUBLIC = {
+    **dict.fromkeys(("Mesh", "geodesic", "load_mesh"), "pymc_sle.distances._geodesic"),
+    **dict.fromkeys(("GEODESIC_METHODS", "SLICED_METHODS"), "pymc_sle.distances._methods"),
+    **dict.fromkeys(("MetricError", "pairwise"), "pymc_sle.distances._pairwise"),
+    **dict.fromkeys(("random_projections", "sliced_wasserstein"), "pymc_sle.distances._sliced"),
+    "StoreWarning": "pymc_sle.distances._store",
+    "edit_distance": "pymc_sle.distances._strings",
+    "wasserstein": "pymc_sle.distances._transport",
+}
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pymc_sle.distances._geodesic import Mesh, geodesic, load_mesh
     from pymc_sle.distances._methods import GEODESIC_METHODS, SLICED_METHODS
     from pymc_sle.distances._pairwise import MetricError, pairwise
@@ -17,4 +28,6 @@ if TYPE_CHECKING:  # the public names; imported on first use (see pymc_sle._lazy
     from pymc_sle.distances._strings import edit_distance
     from pymc_sle.distances._transport import wasserstein
 
-__getattr__, __dir__, __all__ = lazy_attributes(__name__, __file__)
+__getattr__, __dir__, __all__ = lazy_attributes(
+    __name__, {name: (module, name) for name, module in _PUBLIC.items()}
+)

@@ -1,8 +1,9 @@
 """Scores and checks of a fitted GP.
 
-- :mod:`~pymc_sle.evaluation.metrics` -- RMSE, CRPS, PICP, NLPD (also ``pymc_sle.metrics``);
+- :mod:`~pymc_sle.evaluation.metrics` -- RMSE, CRPS, PICP, NLPD (also the attribute
+  ``pymc_sle.metrics``);
 - :mod:`~pymc_sle.evaluation.diagnostics` -- is a Gram matrix PSD, and how well conditioned
-  (also ``pymc_sle.diagnostics``);
+  (also the attribute ``pymc_sle.diagnostics``);
 - :mod:`~pymc_sle.evaluation.holdout` -- sample a GP with NUTS, predict held-out points, score
   them and report convergence: the routine the demo and the benchmarks share;
 - :mod:`~pymc_sle.evaluation.loo` -- exact leave-one-out densities and PIT of a marginal GP at

@@ -55,7 +55,7 @@ def psd_report(matrix, tol: float = 1e-10) -> PSDReport:
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_sle.diagnostics import psd_report
+    >>> from pymc_sle.evaluation.diagnostics import psd_report
     >>> psd_report(np.array([[1.0, 2.0], [2.0, 1.0]])).n_negative
     1
     """

@@ -1,7 +1,7 @@
 """Inference helpers: data-adaptive priors and multi-start MAP.
 
-- :mod:`~pymc_sle.inference.priors` -- bounds and priors for the SLE hyperparameters (also
-  reachable as ``pymc_sle.priors``);
+- :mod:`~pymc_sle.inference.priors` -- bounds and priors for the SLE hyperparameters (also the
+  attribute ``pymc_sle.priors``);
 - :func:`~pymc_sle.find_map` / :class:`MAPResult` -- multi-start MAP, the paper's bounded maximum
   likelihood;
 - :func:`sample_basins` -- NUTS on every basin of a multi-basin radius posterior, pooled by

@@ -88,7 +88,7 @@ def radius_bounds(distances, rows=None, cols=None, *, lower: str = "min") -> tup
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_sle.priors import radius_bounds
+    >>> from pymc_sle.inference.priors import radius_bounds
     >>> x = np.array([0.0, 0.1, 0.3, 1.0])
     >>> D = np.abs(x[:, None] - x[None, :])
     >>> radius_bounds(D)
@@ -188,7 +188,7 @@ def lognormal_between(lower: float, upper: float, mass: float = 0.95) -> dict[st
     Examples
     --------
     >>> from scipy import stats
-    >>> from pymc_sle.priors import lognormal_between
+    >>> from pymc_sle.inference.priors import lognormal_between
     >>> p = lognormal_between(0.1, 10.0)
     >>> dist = stats.lognorm(p["sigma"], scale=np.exp(p["mu"]))
     >>> round(float(dist.cdf(10.0) - dist.cdf(0.1)), 6)
