@@ -9,6 +9,7 @@ import scipy.sparse as sp
 import pymc_sle as sle
 from pymc_sle.gp import _supernodal
 from pymc_sle.gp._sparse_likelihood import SparseSLEProblem, draw, log_density
+from pymc_sle.gp._supernodal_analysis import analyse
 
 
 def _random_spd(n, density, seed):
@@ -28,7 +29,7 @@ def test_factorisation_solve_and_selected_inverse_equal_dense(n, density, seed):
     lower = _random_spd(n, density, seed)
     dense = lower.toarray()
     dense = dense + np.tril(dense, -1).T
-    symbolic = _supernodal.analyse(n, lower.row, lower.col)
+    symbolic = analyse(n, lower.row, lower.col)
     values = np.zeros(symbolic.n_values)
     values[symbolic.entry_index] = lower.data
     assert _supernodal.factorize(symbolic, values)
@@ -50,7 +51,7 @@ def test_factorisation_solve_and_selected_inverse_equal_dense(n, density, seed):
 def test_factorisation_reports_an_indefinite_matrix():
     lower = sp.coo_matrix(([1.0, 2.0, 1.0], ([0, 1, 1], [0, 1, 0])), shape=(2, 2))
     lower.data[0] = -1.0
-    symbolic = _supernodal.analyse(2, lower.row, lower.col)
+    symbolic = analyse(2, lower.row, lower.col)
     values = np.zeros(symbolic.n_values)
     values[symbolic.entry_index] = lower.data
     assert not _supernodal.factorize(symbolic, values)
@@ -58,9 +59,9 @@ def test_factorisation_reports_an_indefinite_matrix():
 
 def test_analyse_rejects_a_pattern_without_its_diagonal():
     with pytest.raises(ValueError, match="diagonal"):
-        _supernodal.analyse(3, [1, 2], [0, 0])
+        analyse(3, [1, 2], [0, 0])
     with pytest.raises(ValueError, match="row >= col"):
-        _supernodal.analyse(2, [0, 0, 1], [0, 1, 1])
+        analyse(2, [0, 0, 1], [0, 1, 1])
 
 
 def _points(n, seed=0):

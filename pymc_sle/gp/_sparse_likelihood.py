@@ -52,7 +52,7 @@ from scipy import linalg, sparse
 
 from pymc_sle.gp import _supernodal
 from pymc_sle.gp._mixtures import _MIXTURES
-from pymc_sle.gp._supernodal import SymbolicFactor
+from pymc_sle.gp._supernodal_analysis import SymbolicFactor, analyse
 
 __all__ = ["SparseSLEProblem", "draw", "log_density"]
 
@@ -103,7 +103,7 @@ class SparseSLEProblem:
         self.column_pairs = _column_pairs(
             self.indptr, self.indices, self.pair_i, self.pair_j, self.n_landmarks
         )
-        self.symbolic: SymbolicFactor = _supernodal.analyse(self.n, self.pair_i, self.pair_j)
+        self.symbolic: SymbolicFactor = analyse(self.n, self.pair_i, self.pair_j)
 
     @property
     def n_pairs(self) -> int:
