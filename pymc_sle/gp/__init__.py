@@ -13,3 +13,6 @@ from pymc_sle.gp._marginal import Marginal
 from pymc_sle.gp._sparse_op import SparseSLELogDensity
 
 __all__ = ["GaussianLogDensity", "Marginal", "SparseSLELogDensity", "gaussian_logp"]
+
+# Last: the JAX backend needs the Ops above (pymc_sle._jax imports them).
+from pymc_sle import _jax

@@ -29,3 +29,6 @@ __all__ = [
     "raw_embedding_distances",
     "spectral",
 ]
+
+# Last: the JAX backend needs the Ops above (pymc_sle._jax imports them).
+from pymc_sle import _jax

@@ -45,8 +45,6 @@ sparse branch except when the gradient with respect to :math:`D` itself is asked
 
 from __future__ import annotations
 
-import functools
-
 import numba
 import numpy as np
 import pytensor.tensor as pt
@@ -56,8 +54,6 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import numba_funcify
 
 from pymc_sle._blas_threads import one_blas_thread_in_workers
-from pymc_sle._euclidean import CANCELLATION
-from pymc_sle.kernels._bump import bump_formula
 from pymc_sle.kernels._embedding_loops import (
     bump_backward,
     bump_block_backward,
@@ -489,118 +485,3 @@ def bump_squared_distances(
         block, pt.constant(order), pt.constant(ordered), *params
     )
     return squared
-
-
-def _register_jax() -> None:
-    try:
-        import jax
-        import jax.numpy as jnp
-        from pytensor.link.jax.dispatch import jax_funcify
-    except ImportError:  # JAX is optional
-        return
-
-    # JAX gets the pattern densified: correct on every backend, sparse-fast on C and NUMBA. The
-    # pattern is a graph constant, so its column of every entry is computed once, here.
-    def _columns(node):
-        col_ptr = node.inputs[1].data
-        return col_ptr.size - 1, np.repeat(np.arange(col_ptr.size - 1), np.diff(col_ptr))
-
-    def accurate_squared_distances(phi, phi_other, symmetric: bool):
-        # As the numba loops: centre, expand, recompute the cancelled entries from differences
-        # (row by row, and only when there are any).
-        shift = phi.mean(axis=0)
-        a, b = phi - shift, phi_other - shift
-        norms_a, norms_b = jnp.sum(a * a, axis=1), jnp.sum(b * b, axis=1)
-        scale = norms_a[:, None] + norms_b[None, :]
-        out = scale - 2.0 * (a @ b.T)
-        cancelled = ~(out > CANCELLATION * scale)  # also NaN (inf - inf): overflow
-        if symmetric:
-            cancelled = cancelled & ~jnp.eye(out.shape[0], dtype=bool)
-
-        def refine(out):
-            direct = jax.lax.map(lambda row: jnp.sum(jnp.square(row - b), axis=1), a)
-            return jnp.where(cancelled, direct, out)
-
-        out = jax.lax.cond(jnp.any(cancelled), refine, lambda out: out, out)
-        if symmetric:
-            out = out.at[jnp.diag_indices(out.shape[0])].set(0.0)
-        return out
-
-    def squared_distances(phi):
-        return accurate_squared_distances(phi, phi, symmetric=True)
-
-    dense_gradient = functools.partial(_dense_gradient_formula, jnp)
-
-    @jax_funcify.register(_DenseSquaredDistances)
-    def _jax_dense(op, node=None, **kwargs):
-        return squared_distances
-
-    @jax_funcify.register(_CrossSquaredDistances)
-    def _jax_cross(op, node=None, **kwargs):
-        def cross_squared_distances(phi, phi_other):
-            return accurate_squared_distances(phi, phi_other, symmetric=False)
-
-        return cross_squared_distances
-
-    # The bump Ops run dense on JAX -- the same values and gradients (the support is a C/NUMBA
-    # speed-up) -- with the dense branch's support, the raveled embedding: the gradient with
-    # respect to it as on that branch, and through the bump by jax.vjp of the formula PyTensor
-    # uses.
-    def bump_pullback(block, radius, amplitude, shape, g):
-        bump_of = functools.partial(bump_formula, jnp)
-        _, pullback = jax.vjp(bump_of, block, radius, amplitude, shape)
-        return pullback(g.reshape(block.shape))
-
-    @jax_funcify.register(_BumpSquaredDistances)
-    def _jax_bump_forward(op, node=None, **kwargs):
-        def bump_squared_distances(block, order, ordered, radius, amplitude, shape):
-            phi = bump_formula(jnp, block, radius, amplitude, shape)
-            empty = jnp.zeros(0, dtype=jnp.float64), jnp.zeros(0, dtype=jnp.int64)
-            return squared_distances(phi), phi.ravel(), empty[0], empty[1], empty[1]
-
-        return bump_squared_distances
-
-    @jax_funcify.register(_BumpEmbeddingGrad)
-    def _jax_bump_embedding_backward(op, node=None, **kwargs):
-        def bump_embedding_grad(block, values, col_ptr, row_index, grad):
-            return dense_gradient(values.reshape(block.shape), grad).ravel()
-
-        return bump_embedding_grad
-
-    @jax_funcify.register(_BumpSquaredDistancesGrad)
-    def _jax_bump_backward(op, node=None, **kwargs):
-        def bump_squared_distances_grad(block, radius, amplitude, shape, *support_and_g):
-            return bump_pullback(block, radius, amplitude, shape, support_and_g[-1])[1:]
-
-        return bump_squared_distances_grad
-
-    @jax_funcify.register(_BumpSquaredDistancesBlockGrad)
-    def _jax_bump_block_backward(op, node=None, **kwargs):
-        def bump_squared_distances_block_grad(block, radius, amplitude, shape, *support_and_g):
-            return bump_pullback(block, radius, amplitude, shape, support_and_g[-1])[0]
-
-        return bump_squared_distances_block_grad
-
-    @jax_funcify.register(_SparseSquaredDistances)
-    def _jax_forward(op, node=None, **kwargs):
-        n = op.n_rows
-        m, cols = _columns(node)
-
-        def forward(values, col_ptr, row_index):
-            phi = jnp.zeros((n, m), dtype=values.dtype).at[row_index, cols].set(values)
-            return squared_distances(phi)
-
-        return forward
-
-    @jax_funcify.register(_SparseSquaredDistancesGrad)
-    def _jax_backward(op, node=None, **kwargs):
-        m, cols = _columns(node)
-
-        def backward(values, col_ptr, row_index, grad):
-            phi = jnp.zeros((grad.shape[0], m), dtype=values.dtype).at[row_index, cols].set(values)
-            return dense_gradient(phi, grad)[row_index, cols]
-
-        return backward
-
-
-_register_jax()

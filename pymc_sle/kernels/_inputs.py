@@ -209,34 +209,6 @@ def _numba_checked_distances(op, node=None, **kwargs):
     return checked_distances
 
 
-def _register_jax() -> None:
-    try:
-        import jax
-        from pytensor.link.jax.dispatch import jax_funcify
-    except ImportError:  # JAX is optional
-        return
-
-    @jax_funcify.register(_CheckedInput)
-    def _jax_checked_input(op, **kwargs):
-        # A traced program cannot raise; the check runs on the host through a callback, and
-        # its ValueError aborts the computation with the message. The gradient of
-        # CheckedDistances is the identity in PyTensor's graph, so JAX never differentiates this.
-        def check(values):
-            values = np.asarray(values)
-            if not op._all_valid(values):
-                op._raise_for(values)
-            return values.astype(op.out_dtype)
-
-        def checked(values):
-            result = jax.ShapeDtypeStruct(values.shape, np.dtype(op.out_dtype))
-            return jax.pure_callback(check, result, values, vmap_method="sequential")
-
-        return checked
-
-
-_register_jax()
-
-
 def _display_name(X, name: str) -> str:
     label = getattr(X, "name", None)
     return f"{name} ({label})" if label and label != name else name
