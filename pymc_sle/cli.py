@@ -82,19 +82,20 @@ def _distances(args: argparse.Namespace) -> int:
     from pymc_sle import distances
 
     common = {"rows": args.rows, "cols": args.cols}
+    cutoff = getattr(args, "cutoff", None)  # geodesic and wasserstein only
+    if cutoff is not None and not str(args.out).endswith(".npz"):
+        raise ValueError(
+            f"--cutoff writes a SparseDistanceMatrix, whose --out must end in '.npz', but "
+            f"got {args.out!r}"
+        )
     if args.kind == "geodesic":
-        if args.cutoff is not None and not str(args.out).endswith(".npz"):
-            raise ValueError(
-                f"--cutoff writes a SparseDistanceMatrix, whose --out must end in '.npz', but "
-                f"got {args.out!r}"
-            )
         mesh = distances.load_mesh(args.input)
         result = distances.geodesic(
             mesh.vertices,
             mesh.faces,
             **common,
             method=args.method,
-            cutoff=args.cutoff,
+            cutoff=cutoff,
             n_jobs=args.jobs,
             progress=not args.quiet,
         )
@@ -109,7 +110,7 @@ def _distances(args: argparse.Namespace) -> int:
             "spacing": args.spacing,
         }
         if args.kind == "wasserstein":
-            result = distances.wasserstein(measures, **common, **engine)
+            result = distances.wasserstein(measures, **common, **engine, cutoff=cutoff)
         else:
             result = distances.sliced_wasserstein(
                 measures,
@@ -323,14 +324,15 @@ def build_parser() -> argparse.ArgumentParser:
             help="worker processes, -1 for one per core (small jobs run in-process)",
         )
         sub.add_argument("--quiet", action="store_true", help="no progress bar")
-        if kind == "geodesic":
-            sub.add_argument(
-                "--method", choices=GEODESIC_METHODS, default="graph", help="geodesic solver"
-            )
+        if kind != "sliced":
             sub.add_argument(
                 "--cutoff",
                 type=_positive_float,
                 help="keep only distances below it: a SparseDistanceMatrix (.npz), for large n",
+            )
+        if kind == "geodesic":
+            sub.add_argument(
+                "--method", choices=GEODESIC_METHODS, default="graph", help="geodesic solver"
             )
             continue
         sub.add_argument("--squared", action="store_true", help="squared distances")

@@ -24,7 +24,15 @@ def test_distances_benchmark_quick(tmp_path, icosphere_obj):
     results = run_quick("distances", tmp_path, "--mesh", icosphere_obj(3))
     assert results["geodesic"]["n_vertices"] == 642
     assert results["exact_w2"]["max_relative_error_vs_reference"] < 1e-9
+    cutoff = results["w2_cutoff"]
+    assert cutoff["pairs_lost"] == 0 and cutoff["max_abs_difference"] < 1e-12
+    assert cutoff["pairs_below_cutoff"] <= cutoff["pairs_solved"] <= 1.0
+    assert 0.0 < cutoff["bound_over_w2_median"] <= 1.0
     assert (tmp_path / "distances_quick.md").read_text().startswith("# Distance builders")
+    # A section rerun keeps the others' results.
+    run_quick("distances", tmp_path, "--mesh", icosphere_obj(3), "--section", "w2_cutoff")
+    again = json.loads((tmp_path / "distances_quick.json").read_text())
+    assert again["geodesic"] == results["geodesic"] and again["exact_w2"] == results["exact_w2"]
 
 
 def test_blas_threads_benchmark_quick(tmp_path):

@@ -167,6 +167,27 @@ def test_distances_geodesic_with_a_cutoff_writes_a_sparse_matrix(tmp_path, capsy
     assert "must be a positive, finite number, got -1" in capsys.readouterr().err
 
 
+def test_distances_wasserstein_with_a_cutoff_writes_the_pairs_below_it(tmp_path, capsys):
+    from pymc_sle.distances import wasserstein
+
+    images = np.random.default_rng(0).gamma(1.0, size=(5, 4, 4))
+    np.save(tmp_path / "images.npy", images)
+    dense = wasserstein(images, n_jobs=1, progress=False).values
+    cutoff = float(np.median(dense[np.triu_indices(5, 1)]))
+    command = ["distances", "wasserstein", str(tmp_path / "images.npy"), "--jobs", "1", "--quiet"]
+    out = tmp_path / "d.npz"
+    assert main([*command, "--cutoff", str(cutoff), "--out", str(out)]) == 0
+    D = SparseDistanceMatrix.load(out)
+    below = dense < cutoff
+    assert D.cutoff == cutoff and np.isinf(D.to_dense()[~below]).all()
+    np.testing.assert_allclose(D.to_dense()[below], dense[below], rtol=1e-12)
+    assert main([*command, "--cutoff", str(cutoff), "--out", str(tmp_path / "d.npy")]) == 2
+    assert "whose --out must end in '.npz'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # sliced W2 has no cutoff
+        main(["distances", "sliced", str(tmp_path / "images.npy"), "--cutoff", "1", "--out",
+              str(out)])  # fmt: skip
+
+
 @pytest.mark.parametrize("kind", ["wasserstein", "sliced"])
 def test_distances_transport_commands(tmp_path, kind):
     images = np.random.default_rng(0).gamma(1.0, size=(4, 5, 5))

@@ -125,3 +125,62 @@ def test_to_must_share_the_grid_and_is_named_in_errors(rng):
         wasserstein(images, to=np.stack([images[0], -images[1]]), progress=False)
     with pytest.raises(ValueError, match="`to` point clouds must have the dimension"):
         wasserstein([(np.zeros((2, 2)), np.ones(2))], to=[(np.zeros((2, 3)), np.ones(2))])
+
+
+# -- the certified lower bound and the cutoff -------------------------------------------------
+
+
+def _bound(measures, squared=False):
+    from pymc_sle.distances._transport import ExactW2, as_measures
+
+    prepared = as_measures(measures)
+    metric = ExactW2(prepared.grid_shape, prepared.spacing, squared, 10_000_000)
+    return metric.lower_bound(prepared.items, prepared.items)
+
+
+@pytest.mark.parametrize("squared", [False, True])
+@pytest.mark.parametrize("layout", ["images", "clouds"])
+def test_lower_bound_never_exceeds_exact_w2(rng, layout, squared):
+    if layout == "images":
+        measures = rng.gamma(0.3, size=(8, 7, 6))
+        measures[:4] += np.linspace(0.0, 2.0, 6)  # two families, some pairs far apart
+    else:
+        measures = [(rng.normal(size=(9, 3)) * (1 + k), rng.uniform(0.2, 1.0, 9)) for k in range(6)]
+    exact = wasserstein(measures, squared=squared, n_jobs=1, progress=False).values
+    bound = _bound(measures, squared)
+    assert (bound <= exact).all()
+    off = ~np.eye(len(exact), dtype=bool)
+    assert (bound[off] > 0.3 * exact[off]).all()  # informative, not merely valid
+
+
+def test_lower_bound_is_exact_for_a_translation_along_an_axis(rng):
+    cloud, weights = rng.normal(size=(10, 2)), rng.uniform(0.5, 1.5, size=10)
+    measures = [(cloud, weights), (cloud + np.array([2.5, 0.0]), weights)]
+    assert _bound(measures)[0, 1] == pytest.approx(2.5, rel=1e-8)
+    assert _bound(measures, squared=True)[0, 1] == pytest.approx(6.25, rel=1e-8)
+
+
+@pytest.mark.parametrize("squared", [False, True])
+def test_cutoff_keeps_exactly_the_pairs_below_it(rng, squared):
+    images = rng.gamma(0.3, size=(10, 8, 8))
+    images[:5] += np.linspace(0.0, 3.0, 8)[None, :, None]
+    dense = wasserstein(images, squared=squared, n_jobs=1, progress=False).values
+    cutoff = float(np.quantile(dense[np.triu_indices(10, 1)], 0.4))
+    sparse = wasserstein(images, squared=squared, n_jobs=1, progress=False, cutoff=cutoff)
+    kept = sparse.to_dense()
+    below = dense < cutoff
+    assert sparse.cutoff == cutoff
+    np.testing.assert_allclose(kept[below], dense[below], rtol=1e-12, atol=1e-12)
+    assert np.isinf(kept[~below]).all()
+    assert (_bound(images, squared) >= cutoff).any()  # some pairs were never solved
+
+
+def test_cutoff_with_to_keeps_the_block_below_it(rng):
+    images = rng.gamma(0.5, size=(6, 5, 5))
+    new = rng.gamma(0.5, size=(3, 5, 5))
+    dense = wasserstein(new, to=images, n_jobs=1, progress=False).values
+    cutoff = float(np.median(dense))
+    sparse = wasserstein(new, to=images, n_jobs=1, progress=False, cutoff=cutoff).to_dense()
+    below = dense < cutoff
+    np.testing.assert_allclose(sparse[below], dense[below], rtol=1e-12)
+    assert np.isinf(sparse[~below]).all()

@@ -12,6 +12,7 @@ from pymc_sle._validation import indices_or_all
 from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.distances._methods import SLICED_METHODS
 from pymc_sle.distances._pairwise import joined, pairwise
+from pymc_sle.distances._projected import w2_squared_1d
 from pymc_sle.distances._transport import grid_coordinates, measures_and_targets
 
 __all__ = ["random_projections", "sliced_wasserstein"]
@@ -75,37 +76,10 @@ def _bin_averaged_quantiles(
     return averaged
 
 
-@numba.njit(cache=True)
-def _w2_squared_on_shared_support(values, levels_a, levels_b):
-    """Exact 1-D W2 squared of two measures on one sorted support, by a merge walk.
-
-    ``levels_a`` and ``levels_b`` are the cumulative weights (non-decreasing, last entry 1). On
-    each piece of [0, 1] between consecutive merged levels both quantile functions are constant.
-    """
-    p = values.size
-    i = 0
-    j = 0
-    t = 0.0
-    total = 0.0
-    while i < p and j < p:
-        a = levels_a[i]
-        b = levels_b[j]
-        upper = a if a < b else b
-        if upper > t:
-            gap = values[i] - values[j]
-            total += gap * gap * (upper - t)
-            t = upper
-        if a <= upper:
-            i += 1
-        if b <= upper:
-            j += 1
-    return total
-
-
 @numba.njit(parallel=True, cache=True)
 def _accumulate_w2_squared(values, levels, first, second, out):
     for k in numba.prange(first.size):
-        out[k] += _w2_squared_on_shared_support(values, levels[first[k]], levels[second[k]])
+        out[k] += w2_squared_1d(values, levels[first[k]], values, levels[second[k]])
 
 
 def _sliced_exact_on_grid(coordinates, weights, row_ids, col_ids, projections):
