@@ -25,19 +25,19 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = ["one_blas_thread_in_workers", "worker_blas_limit"]
 
-_controllers: dict[int, ThreadpoolController] = {}
+#: ``(pid, controller)``: found afresh in each process, as a forked child must not use its
+#: parent's.
+_controller: tuple[int, ThreadpoolController] | None = None
 
 
 def worker_blas_limit():
     """A context manager: one BLAS thread in a :mod:`multiprocessing` child, nothing otherwise."""
+    global _controller
     if multiprocessing.parent_process() is None:
         return nullcontext()
-    pid = os.getpid()
-    # Found afresh in each process: a forked child must not use its parent's handles' state.
-    if pid not in _controllers:
-        _controllers.clear()
-        _controllers[pid] = ThreadpoolController()
-    return _controllers[pid].limit(limits=1, user_api="blas")
+    if _controller is None or _controller[0] != os.getpid():
+        _controller = (os.getpid(), ThreadpoolController())
+    return _controller[1].limit(limits=1, user_api="blas")
 
 
 def one_blas_thread_in_workers(perform):

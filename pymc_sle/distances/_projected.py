@@ -100,7 +100,7 @@ def max_sliced_lower_bound(row_items, col_items, directions: np.ndarray, squared
     out = np.zeros((len(row_items), len(col_items)))
     for direction in directions.T:
         rows = _sorted_projections(row_items, direction)
-        cols = _sorted_projections(col_items, direction)
+        cols = rows if col_items is row_items else _sorted_projections(col_items, direction)
         _maximise(out, *rows, *cols)
     bound = out if squared else np.sqrt(out)
     return bound * (1.0 - _ROUNDING_MARGIN)

@@ -148,8 +148,9 @@ class ExactW2:
         :func:`~pymc_sle.distances.pairwise` solves only the pairs whose bound is below it."""
         if self.grid_shape is not None:
             coordinates = grid_coordinates(self.grid_shape, self.spacing)
+            same = col_items is row_items
             row_items = [(coordinates[support], weights) for support, weights in row_items]
-            col_items = [(coordinates[support], weights) for support, weights in col_items]
+            col_items = row_items if same else [(coordinates[s], w) for s, w in col_items]
         directions = bound_directions(row_items[0][0].shape[1])
         return max_sliced_lower_bound(row_items, col_items, directions, self.squared)
 
