@@ -226,6 +226,26 @@ class SparseDistanceMatrix:
             metadata=self.metadata,
         )
 
+    def truncate(self, cutoff: float) -> SparseDistanceMatrix:
+        """The distances below a smaller ``cutoff`` (at most this matrix's): an SLE with radius
+        at most ``cutoff`` reads nothing else."""
+        cutoff = checked_cutoff(cutoff)
+        if cutoff > self.cutoff:
+            raise ValueError(
+                f"`cutoff` must be at most the matrix's cutoff {self.cutoff:.6g} (larger "
+                f"distances are not stored), but is {cutoff:.6g}"
+            )
+        keep = self._values < cutoff
+        row_of = np.repeat(np.arange(self.n_points), np.diff(self._indptr))[keep]
+        return SparseDistanceMatrix(
+            np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=self.n_points))]),
+            self._indices[keep],
+            self._values[keep],
+            shape=self.shape,
+            cutoff=cutoff,
+            metadata=self.metadata,
+        )
+
     def save(self, path: str | os.PathLike) -> Path:
         """Write the matrix to a ``*.npz`` archive without pickle; returns its path."""
         path = Path(path)

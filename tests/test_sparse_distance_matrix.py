@@ -33,6 +33,19 @@ def test_take_selects_rows_and_columns_and_keeps_stored_zeros():
     assert part.cutoff == S.cutoff
 
 
+@pytest.mark.parametrize("cutoff", [0.5, 0.31, 1e-3])
+def test_truncate_equals_building_at_the_smaller_cutoff(cutoff):
+    D = _dense(12, seed=2)
+    S = SparseDistanceMatrix.from_dense(D, cutoff=0.5, metadata={"metric": "euclidean"})
+    assert S.truncate(cutoff) == SparseDistanceMatrix.from_dense(
+        D, cutoff=cutoff, metadata={"metric": "euclidean"}
+    )
+    with pytest.raises(ValueError, match=r"`cutoff` must be at most the matrix's cutoff 0\.5"):
+        S.truncate(0.6)
+    with pytest.raises(ValueError, match="cutoff"):
+        S.truncate(0.0)
+
+
 def test_save_and_load_round_trip(tmp_path):
     S = SparseDistanceMatrix.from_dense(_dense(), cutoff=0.3, metadata={"metric": "euclidean"})
     path = S.save(tmp_path / "d.npz")

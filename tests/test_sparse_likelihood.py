@@ -10,6 +10,7 @@ import pymc_sle as sle
 from pymc_sle.gp import _supernodal
 from pymc_sle.gp._sparse_likelihood import SparseSLEProblem, draw, log_density
 from pymc_sle.gp._supernodal_analysis import analyse
+from pymc_sle.kernels.baselines import RawLandmarkEmbedding
 
 
 def _random_spd(n, density, seed):
@@ -205,6 +206,107 @@ def test_an_unsupported_model_on_sparse_distances_warns_and_runs_dense():
         gp = sle.gp.Marginal(cov_func=cov)
         gp.marginal_likelihood("y", X=train[:, None], y=y, sigma=0.3)
     np.testing.assert_allclose(model.compile_logp()({}), reference.compile_logp()({}))
+
+
+def _feature_and_index_models(inner, *, n_points=120, per_landmark=False):
+    """The same model twice: index mode on dense distances, and feature mode whose ``X`` is the
+    sparse training block (rows: the training points; columns: the landmarks)."""
+    D = _points(n_points, seed=11)
+    train, landmarks = np.arange(0, n_points, 4), np.arange(0, n_points, 3)
+    y = np.sin(5 * D[train, 0]) + 0.1 * np.random.default_rng(12).standard_normal(train.size)
+    features = sle.SparseDistanceMatrix.from_dense(D[:, landmarks], cutoff=0.35)
+    models = []
+    for mode in ("index", "feature"):
+        with pm.Model() as model:
+            radius = (
+                np.linspace(0.15, 0.25, landmarks.size)
+                if per_landmark
+                else pm.Uniform("radius", 0.05, 0.3)
+            )
+            eta = pm.HalfNormal("eta", 1.0)
+            sigma = pm.HalfNormal("sigma", 1.0)
+            kwargs = {"radius": radius, "ls": 0.8, "inner": inner}
+            if mode == "index":
+                cov, X = sle.SLE(D, landmarks, **kwargs), train[:, None]
+            else:
+                cov, X = sle.SLE(input_dim=landmarks.size, **kwargs), features.take(rows=train)
+            gp = sle.gp.Marginal(mean_func=pm.gp.mean.Constant(0.1), cov_func=eta**2 * cov)
+            gp.marginal_likelihood("y", X=X, y=y, sigma=sigma)
+        models.append((model, gp))
+    return D, landmarks, features, models
+
+
+@pytest.mark.parametrize("inner", ["rbf", "matern32"])
+def test_feature_mode_on_sparse_distances_equals_index_mode(inner):
+    D, landmarks, features, [(dense, dense_gp), (sparse, sparse_gp)] = _feature_and_index_models(
+        inner
+    )
+    assert _uses_sparse(sparse) and not _uses_sparse(dense)
+    tolerance = 1e-8 if inner == "rbf" else 1e-6  # Matérn: the quadrature's stated error
+    for radius_raw in (-3.0, 0.0, 2.5):  # radii that add and remove pattern entries
+        point = {**dense.initial_point(), "radius_interval__": radius_raw}
+        np.testing.assert_allclose(
+            sparse.compile_logp()(point), dense.compile_logp()(point), rtol=tolerance
+        )
+        np.testing.assert_allclose(
+            sparse.compile_dlogp()(point), dense.compile_dlogp()(point), rtol=1e-5, atol=1e-6
+        )
+    new_rows = np.arange(1, 120, 4)
+    point = {"radius": 0.2, "eta": 1.3, "sigma": 0.2}
+    with dense:
+        expected = dense_gp.predict(new_rows[:, None], point=point, diag=True, pred_noise=True)
+    with sparse:  # new points as sparse distances or as an array of distances to the landmarks
+        for Xnew in (features.take(rows=new_rows), D[new_rows][:, landmarks]):
+            found = sparse_gp.predict(Xnew, point=point, diag=True, pred_noise=True)
+            for got, want in zip(found, expected, strict=True):
+                np.testing.assert_allclose(got, want, rtol=tolerance, atol=1e-10)
+
+
+def test_feature_mode_covariance_reads_sparse_distances_as_far():
+    D = _points(30, seed=13)
+    features = sle.SparseDistanceMatrix.from_dense(D[:, :10], cutoff=0.3)
+    cov = sle.SLE(radius=0.25, ls=0.7, input_dim=10)
+    np.testing.assert_allclose(cov(features).eval(), cov(D[:, :10]).eval(), atol=1e-14)
+    np.testing.assert_allclose(
+        cov(features, features.take(rows=[2, 5])).eval(), cov(D[:, :10], D[[2, 5], :10]).eval()
+    )
+    picked = sle.SLE(radius=0.25, ls=0.7, input_dim=10, active_dims=[1, 4, 7])
+    np.testing.assert_allclose(picked(features).eval(), picked(D[:, :10]).eval(), atol=1e-14)
+
+
+def test_an_unsupported_feature_mode_model_on_sparse_distances_warns_and_runs_dense():
+    with pytest.warns(UserWarning, match="per-landmark radius"):
+        _, _, _, [(dense, _), (sparse, _)] = _feature_and_index_models("rbf", per_landmark=True)
+    assert not _uses_sparse(sparse)
+    point = dense.initial_point()
+    np.testing.assert_allclose(sparse.compile_logp()(point), dense.compile_logp()(point))
+
+
+def test_sparse_features_are_refused_where_they_cannot_be_read():
+    D = _points(30, seed=14)
+    features = sle.SparseDistanceMatrix.from_dense(D[:, :10], cutoff=0.3)
+    y = np.zeros(30)
+
+    def fit(cov):
+        with pm.Model():
+            sle.gp.Marginal(cov_func=cov).marginal_likelihood("y", X=features, y=y, sigma=0.1)
+
+    with pm.Model():
+        unbounded = sle.SLE(radius=pm.LogNormal("radius", -2.0, 0.5), ls=1.0, input_dim=10)
+    with pytest.raises(ValueError, match="need a bounded radius: pass `radius_max`"):
+        fit(unbounded)
+    with pytest.raises(ValueError, match=r"radius_max=0\.5 must be at most the cutoff 0\.3"):
+        fit(sle.SLE(radius=0.2, ls=1.0, input_dim=10, radius_max=0.5))
+    with pytest.raises(ValueError, match="`X` must have the columns"):
+        fit(sle.SLE(radius=0.2, ls=1.0, input_dim=11))
+    with pytest.raises(TypeError, match="`X` may be a SparseDistanceMatrix only"):
+        fit(pm.gp.cov.ExpQuad(10, ls=1.0))
+    with pytest.raises(TypeError, match="`X` may be a SparseDistanceMatrix only"):
+        fit(sle.SLE(D, radius=0.2, ls=1.0))
+    with pytest.raises(TypeError, match="`distances` must hold dense distances for Raw"):
+        RawLandmarkEmbedding(sle.SparseDistanceMatrix.from_dense(D, cutoff=0.3), ls=1.0)
+    with pytest.raises(TypeError, match="`X` must hold dense distances for Raw"):
+        RawLandmarkEmbedding(ls=1.0, input_dim=10)(features)
 
 
 @pytest.mark.parametrize("inner", ["matern12", "matern32", "matern52"])

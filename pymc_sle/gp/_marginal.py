@@ -14,7 +14,7 @@ from pytensor.graph.basic import Constant, Variable
 from scipy import sparse as sparse_matrix
 
 from pymc_sle._pymc_compat import build_marginal_likelihood, product_factors
-from pymc_sle._validation import as_index_array, constant_value
+from pymc_sle._validation import constant_value
 from pymc_sle.gp._log_density import gaussian_logp
 from pymc_sle.gp._mixtures import inner_mixture
 from pymc_sle.gp._sparse_likelihood import SparseSLEProblem, draw
@@ -49,7 +49,9 @@ class Marginal(pm.gp.Marginal):
     (``pm.sample()``, ``nuts_sampler="nutpie"``, ``nuts_sampler="numpyro"``).
 
     **Large data.** When the covariance is an SLE on a :class:`~pymc_sle.SparseDistanceMatrix`
-    (RBF or Matérn inner kernel, scalar bump parameters) times any scalar signal variance, and
+    -- its ``distances`` in index mode, or ``X`` itself in feature mode, with ``(n, m)`` distances
+    from the training points to the landmarks -- (RBF or Matérn inner kernel, scalar bump
+    parameters) times any scalar signal variance, and
     the noise is a scalar ``sigma``, the likelihood never forms an ``n x n`` matrix: it factorises
     a sparse matrix and adds a low-rank term (:class:`pymc_sle.gp.SparseSLELogDensity`). It is
     exact for the RBF; a Matérn inner kernel goes through a positive quadrature whose kernel
@@ -157,33 +159,17 @@ class Marginal(pm.gp.Marginal):
                 "matrix)"
             )
         problem, parameters, sle_cov, mu = sparse
-        rows = as_index_array(
-            "Xnew",
-            np.asarray(constant_value(Xnew))[:, int(sle_cov.active_dims[0])],
-            sle_cov.distances.n_points,
-            axis_name="rows of the distances",
-        )
+        block = sle_cov.sparse_to_landmarks(Xnew, "Xnew")
         values = replace_with_values(
             [*parameters, mu, self.mean_func(Xnew), pt.square(self.sigma.sigma)],
             replacements=point,
             model=model,
         )
         *numbers, mu_train, mean_new, noise = (np.asarray(v, dtype=float) for v in values)
-        block = sle_cov.distances.take(rows=rows, cols=sle_cov.landmarks)
-        keep = block.values < sle_cov.radius_max
-        row_of = np.repeat(np.arange(rows.size), np.diff(block.indptr))
-        new = sparse_matrix.csr_matrix(
-            (block.values[keep], block.indices[keep], _indptr(row_of[keep], rows.size)),
-            shape=(rows.size, sle_cov.n_landmarks),
-        )
+        new = sparse_matrix.csr_matrix((block.values, block.indices, block.indptr), block.shape)
         residual = np.asarray(constant_value(self.y), dtype=float) - mu_train
         offset, variance = predict_sparse(problem, new, residual, *(float(v) for v in numbers))
         return mean_new + offset, variance + noise if pred_noise else variance
-
-
-def _indptr(row_of: np.ndarray, n_rows: int) -> np.ndarray:
-    """CSR row pointers of entries whose rows (sorted) are ``row_of``."""
-    return np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=n_rows))])
 
 
 def _sparse_logp(value, mu, *parameters, problem):
@@ -196,17 +182,23 @@ def _sparse_random(mu, *parameters, problem, rng=None, size=None):
     return np.asarray(mu) + draw(problem, *values, rng=rng, size=() if size is None else size)
 
 
-def _sparse_sle_factors(cov_func):
-    """``(sle, scalars)`` if ``cov_func`` is an SLE on sparse distances, alone or times scalar
-    factors; ``None`` otherwise."""
+def _sparse_sle_factors(cov_func, X):
+    """``(sle, scalars)`` if ``cov_func`` is an SLE on sparse distances (in index mode, its
+    ``distances``; in feature mode, ``X``), alone or times scalar factors; ``None`` otherwise."""
     from pymc_sle.kernels._sle import SLE
 
     factors = product_factors(cov_func)
     kernels = [f for f in factors if isinstance(f, BaseCovariance)]
-    if len(kernels) != 1 or not isinstance(kernels[0], SLE):
-        return None
-    sle = kernels[0]
-    if not isinstance(sle.distances, SparseDistanceMatrix):
+    sle = kernels[0] if len(kernels) == 1 and isinstance(kernels[0], SLE) else None
+    if isinstance(X, SparseDistanceMatrix) and (sle is None or not sle.feature_mode):
+        raise TypeError(
+            "`X` may be a SparseDistanceMatrix only for a feature-mode pymc_sle.SLE (alone or "
+            "times scalars), whose columns it holds the distances of, but the covariance is "
+            f"{cov_func!r}"
+        )
+    if sle is None or not isinstance(
+        X if sle.feature_mode else sle.distances, SparseDistanceMatrix
+    ):
         return None
     scalars = [pt.as_tensor_variable(f) for f in factors if not isinstance(f, BaseCovariance)]
     return sle, scalars
@@ -215,11 +207,10 @@ def _sparse_sle_factors(cov_func):
 def _sparse_likelihood(cov_func, X, y, noise_func, jitter):
     """``(problem, parameters, sle)`` for the sparse exact likelihood, or ``None`` (with a warning
     naming why, when the distances are sparse but the model is not of the supported form)."""
-    found = _sparse_sle_factors(cov_func)
+    found = _sparse_sle_factors(cov_func, X)
     if found is None:
         return None
     sle, scalars = found
-    rows = constant_value(X)
     reasons = []
     mixture = inner_mixture(sle.inner)
     if mixture is None:
@@ -236,7 +227,9 @@ def _sparse_likelihood(cov_func, X, y, noise_func, jitter):
         or pt.as_tensor_variable(noise_func.sigma).type.ndim
     ):
         reasons.append("a noise that is not one scalar sigma")
-    if (isinstance(X, Variable) and not isinstance(X, Constant)) or rows is None:
+    if not sle.feature_mode and (
+        (isinstance(X, Variable) and not isinstance(X, Constant)) or constant_value(X) is None
+    ):
         reasons.append("an X that is not fixed numbers (pm.Data)")
     observed = constant_value(y)
     if observed is not None and observed.ndim != 1:
@@ -250,19 +243,9 @@ def _sparse_likelihood(cov_func, X, y, noise_func, jitter):
             stacklevel=3,
         )
         return None
-    train = as_index_array(
-        "X", rows[:, int(sle.active_dims[0])], sle.distances.n_points, axis_name="distance rows"
-    )
-    block = sle.distances.take(rows=train, cols=sle.landmarks)
-    keep = block.values < sle.radius_max
-    row_of = np.repeat(np.arange(train.size), np.diff(block.indptr))
+    block = sle.sparse_to_landmarks(X, "X")
     problem = SparseSLEProblem(
-        _indptr(row_of[keep], train.size),
-        block.indices[keep],
-        block.values[keep],
-        sle.n_landmarks,
-        sle.radius_max,
-        mixture,
+        block.indptr, block.indices, block.values, sle.n_landmarks, sle.radius_max, mixture
     )
     scale = pt.prod(pt.stack(scalars)) if scalars else pt.constant(1.0)
     noise = pt.square(noise_func.sigma) + jitter
@@ -270,7 +253,10 @@ def _sparse_likelihood(cov_func, X, y, noise_func, jitter):
 
 
 def _known_shape(value) -> tuple | None:
-    """The shape of ``value`` if it is known now (numbers, constants, ``pm.Data``) or static."""
+    """The shape of ``value`` if it is known now (numbers, constants, ``pm.Data``, sparse
+    distances) or static."""
+    if isinstance(value, SparseDistanceMatrix):
+        return value.shape
     concrete = constant_value(value)
     if concrete is not None:
         return concrete.shape

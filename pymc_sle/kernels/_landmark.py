@@ -43,6 +43,10 @@ class LandmarkCovariance(Covariance):
     distance rows) and the inner kernel. See :class:`~pymc_sle.SLE` for the parameters they share.
     """
 
+    #: Whether the embedding vanishes beyond a radius, so that a distance a
+    #: :class:`~pymc_sle.SparseDistanceMatrix` does not store can be read as "far" (the SLE's).
+    _reads_sparse_distances = False
+
     def __init__(
         self,
         distances: DistanceMatrix | np.ndarray | None = None,
@@ -69,11 +73,11 @@ class LandmarkCovariance(Covariance):
             self._n_landmarks = len(self.active_dims)
             return
         check_single_active_dim(self.active_dims)
-        self.distances = (
-            distances
-            if isinstance(distances, SparseDistanceMatrix)
-            else as_distance_matrix(distances)
-        )
+        if isinstance(distances, SparseDistanceMatrix):
+            self._refuse_sparse("distances")
+            self.distances = distances
+        else:
+            self.distances = as_distance_matrix(distances)
         if landmarks is None:
             landmarks = np.arange(self.distances.n_columns)
         landmarks = as_index_array(
@@ -100,17 +104,8 @@ class LandmarkCovariance(Covariance):
         bump of ``inf`` is 0): only graphs that need the dense block build it."""
         every_column = np.array_equal(self.landmarks, np.arange(self.distances.n_columns))
         if isinstance(self.distances, SparseDistanceMatrix):
-            entries = self.distances.n_points * self.n_landmarks
-            if entries > _DENSE_FROM_SPARSE_LIMIT:
-                raise ValueError(
-                    "this covariance graph needs the dense (n_points, n_landmarks) = "
-                    f"({self.distances.n_points}, {self.n_landmarks}) block of the sparse "
-                    f"distances ({8 * entries / 2**30:.1f} GiB) and the dense covariances built "
-                    "on it. At this size use the sparse path: sle.gp.Marginal's "
-                    "marginal_likelihood and predict(..., diag=True) (docs/how-to/large-data.md)"
-                )
             chosen = self.distances if every_column else self.distances.take(cols=self.landmarks)
-            return chosen.to_dense()
+            return _dense(chosen)
         values = self.distances.values
         return values if every_column else np.ascontiguousarray(values[:, self.landmarks])
 
@@ -161,9 +156,27 @@ class LandmarkCovariance(Covariance):
     def _to_landmarks(self, X, name: str) -> pt.TensorVariable:
         """Distances from the points of ``X`` to the landmarks, ``(n, m)``, validated (at build
         time when ``X`` is known, at run time when it can change)."""
+        if isinstance(X, SparseDistanceMatrix) and self.feature_mode:
+            return pt.constant(_dense(self.sparse_to_landmarks(X, name)), name=name)
         if self.feature_mode:
             return feature_block(X, self.active_dims, name=name, input_dim=self.input_dim)
         return self._landmark_block[distance_rows(self, X, name)]
+
+    def _refuse_sparse(self, name: str) -> None:
+        if not self._reads_sparse_distances:
+            raise TypeError(
+                f"`{name}` must hold dense distances for {type(self).__name__}, whose embedding "
+                "reads every distance, but got a SparseDistanceMatrix (it does not store the "
+                "large ones). Only pymc_sle.SLE, whose bump vanishes beyond the radius, reads "
+                "sparse distances."
+            )
+
+    def sparse_to_landmarks(self, X, name: str = "X") -> SparseDistanceMatrix:
+        """The distances from the points of a fixed ``X`` to the landmarks, ``(n, m)``, stored
+        only where the embedding can be non-zero: what the sparse likelihood and prediction
+        read. Embeddings that read every distance have none (``TypeError``)."""
+        self._refuse_sparse(name)
+        raise NotImplementedError
 
     def _fixed_to_landmarks(self, X) -> np.ndarray | None:
         """The same as numbers, when ``X`` is fixed (numbers or a constant; call after
@@ -171,6 +184,8 @@ class LandmarkCovariance(Covariance):
         change it after a sparsity pattern was built from it."""
         if isinstance(X, Variable) and not isinstance(X, Constant):
             return None
+        if isinstance(X, SparseDistanceMatrix) and self.feature_mode:
+            return _dense(self.sparse_to_landmarks(X))
         concrete = constant_value(X)
         if self.feature_mode:
             return np.asarray(concrete[:, self.active_dims], dtype=float)
@@ -211,3 +226,18 @@ class LandmarkCovariance(Covariance):
     def diag(self, X) -> pt.TensorVariable:
         n = self._to_landmarks(X, "X").shape[0]
         return self._kernel_of_squared_distance(pt.zeros((n,), dtype=self.ls.dtype))
+
+
+def _dense(distances: SparseDistanceMatrix) -> np.ndarray:
+    """``distances`` as an array, ``inf`` where nothing is stored (the bump of ``inf`` is 0), for
+    the graphs that need the dense block; refused beyond ``_DENSE_FROM_SPARSE_LIMIT``."""
+    entries = distances.n_points * distances.n_columns
+    if entries > _DENSE_FROM_SPARSE_LIMIT:
+        raise ValueError(
+            "this covariance graph needs the dense (n_points, n_landmarks) = "
+            f"{distances.shape} block of the sparse distances ({8 * entries / 2**30:.1f} GiB) and "
+            "the dense covariances built on it. At this size use the sparse path: "
+            "sle.gp.Marginal's marginal_likelihood and predict(..., diag=True) "
+            "(docs/how-to/large-data.md)"
+        )
+    return distances.to_dense()

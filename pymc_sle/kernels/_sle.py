@@ -7,10 +7,15 @@ import warnings
 import numpy as np
 import pytensor.tensor as pt
 from pymc.gp.cov import Stationary
-from pytensor.graph.basic import Variable
+from pytensor.graph.basic import Constant, Variable
 
 from pymc_sle._pymc_compat import constant_upper_bound
-from pymc_sle._validation import check_positive_parameter, constant_value
+from pymc_sle._validation import (
+    as_index_array,
+    check_finite_nonnegative,
+    check_positive_parameter,
+    constant_value,
+)
 from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.kernels._bump import bump
 from pymc_sle.kernels._embedding_ops import (
@@ -47,6 +52,22 @@ def _prior_mass_outside(radius, low: float, high: float) -> tuple[float, float] 
     except (NotImplementedError, TypeError, ValueError, AttributeError):
         return None
     return float(np.max(below)), float(np.max(above))
+
+
+def _fixed_numbers(X, name: str) -> np.ndarray:
+    """``X`` as numbers; ``TypeError`` naming ``name`` if it is symbolic (``pm.Data`` could
+    change after a sparse pattern was built from it)."""
+    concrete = None if _is_symbolic_input(X) else constant_value(X)
+    if concrete is None:
+        raise TypeError(
+            f"`{name}` must be fixed numbers (an array or a constant) for sparse distances, but "
+            f"got {type(X).__name__}"
+        )
+    return concrete
+
+
+def _is_symbolic_input(X) -> bool:
+    return isinstance(X, Variable) and not isinstance(X, Constant)
 
 
 def _is_random(value) -> bool:
@@ -268,6 +289,59 @@ class SLE(LandmarkCovariance):
         if isinstance(radius, Variable):
             return constant_upper_bound(radius)
         return None
+
+    _reads_sparse_distances = True
+
+    def sparse_to_landmarks(self, X, name: str = "X") -> SparseDistanceMatrix:
+        """The distances from the points of a fixed ``X`` to the landmarks, ``(n, m)``, stored
+        only below the radius bound ``radius_max`` (the bump is 0 beyond it): what the sparse
+        likelihood and prediction read.
+
+        Index mode: the rows of ``distances`` that ``X`` names. Feature mode: the active columns
+        of ``X``, a :class:`~pymc_sle.SparseDistanceMatrix` (whose cutoff must be at least
+        ``radius_max``) or an array of distances.
+        """
+        if self.radius_max is None:
+            raise ValueError(
+                "sparse distances need a bounded radius: pass `radius_max`, a fixed `radius`, or "
+                "a radius prior with a constant upper bound (pm.Uniform, pm.Truncated)"
+            )
+        if not self.feature_mode:
+            rows = as_index_array(
+                name,
+                _fixed_numbers(X, name)[:, int(self.active_dims[0])],
+                self.distances.n_points,
+                axis_name="rows of `distances`",
+            )
+            block = self.distances.take(rows=rows, cols=self.landmarks)
+            return (
+                block.truncate(self.radius_max)
+                if isinstance(block, SparseDistanceMatrix)
+                else SparseDistanceMatrix.from_dense(block.values, self.radius_max)
+            )
+        columns = np.asarray(self.active_dims, dtype=np.int64)
+        if not isinstance(X, SparseDistanceMatrix):
+            values = np.asarray(_fixed_numbers(X, name), dtype=float)
+            if values.ndim != 2 or values.shape[1] <= columns.max():
+                raise ValueError(
+                    f"`{name}` must be 2-D with the columns {columns.tolist()} of distances to the "
+                    f"landmarks, but has shape {values.shape}"
+                )
+            check_finite_nonnegative(name, values[:, columns])
+            return SparseDistanceMatrix.from_dense(values[:, columns], self.radius_max)
+        if X.n_columns <= columns.max():
+            raise ValueError(
+                f"`{name}` must have the columns {columns.tolist()} of distances to the landmarks, "
+                f"but has shape {X.shape}"
+            )
+        if self.radius_max > X.cutoff:
+            raise ValueError(
+                f"the radius bound radius_max={self.radius_max:.6g} must be at most the cutoff "
+                f"{X.cutoff:.6g} of the sparse distances `{name}` (larger distances are not "
+                "stored): pass a smaller `radius_max`, or build the distances with a larger cutoff"
+            )
+        every_column = np.array_equal(columns, np.arange(X.n_columns))
+        return (X if every_column else X.take(cols=columns)).truncate(self.radius_max)
 
     def _embed(self, to_landmarks):
         return bump(to_landmarks, self.radius, self.amplitude, self.shape)
