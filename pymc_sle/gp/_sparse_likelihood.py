@@ -93,14 +93,14 @@ class SparseSLEProblem:
             (np.ones(self.indices.size), self.indices, self.indptr), shape=block.shape
         )
         shared = sparse.tril(touches @ touches.T + sparse.identity(self.n), format="coo")
-        by_row = np.lexsort((shared.col, shared.row))  # by i, then j: as _column_pairs needs
+        by_row = np.lexsort((shared.col, shared.row))  # by i, then j: as _pair_products needs
         self.pair_i = shared.row[by_row].astype(np.int64)
         self.pair_j = shared.col[by_row].astype(np.int64)
         self.n_landmarks = int(n_landmarks)
         #: The pairs ``(i, i)``, where ``B`` holds the noise.
         self.diagonal = np.flatnonzero(self.pair_i == self.pair_j)
-        #: ``(entries, column_ptr, pair_of)`` of ``_column_pairs``.
-        self.column_pairs = _column_pairs(
+        #: ``(pair_ptr, left, right)``: the embedding products that make up each pair's ``G``.
+        self.pair_products = _pair_products(
             self.indptr, self.indices, self.pair_i, self.pair_j, self.n_landmarks
         )
         self.symbolic: SymbolicFactor = analyse(self.n, self.pair_i, self.pair_j)
@@ -132,11 +132,9 @@ def _embedding(distances, radius, amplitude, shape):
 
 
 @numba.njit(cache=True)
-def _column_pairs(indptr, indices, pair_i, pair_j, n_landmarks):
-    """For each landmark column, every pair of its entries ``a < b`` (positions into the CSR
-    arrays, ordered by row): ``entries`` (column-major CSR positions), ``column_ptr`` and, pair
-    by pair in that order, ``pair_of`` -- the pattern pair of their rows. Pairs of row ``i`` are
-    contiguous in the pattern and sorted by ``j``; a binary search finds each."""
+def _columns(indptr, indices, n_landmarks):
+    """The embedding's entries by landmark column: ``entries`` (CSR positions, column after
+    column, each column's sorted by row), ``column_ptr``, and ``column_rows`` (the row of each)."""
     n = indptr.size - 1
     counts = np.zeros(n_landmarks + 1, dtype=np.int64)
     for p in range(indices.size):
@@ -144,72 +142,87 @@ def _column_pairs(indptr, indices, pair_i, pair_j, n_landmarks):
     column_ptr = np.cumsum(counts)
     fill = column_ptr[:-1].copy()
     entries = np.empty(indices.size, dtype=np.int64)
-    row_of = np.empty(indices.size, dtype=np.int64)
+    column_rows = np.empty(indices.size, dtype=np.int64)
     for i in range(n):  # rows in order: each column's entries come out sorted by row
         for p in range(indptr[i], indptr[i + 1]):
             entries[fill[indices[p]]] = p
+            column_rows[fill[indices[p]]] = i
             fill[indices[p]] += 1
-            row_of[p] = i
-    row_start = np.searchsorted(pair_i, np.arange(n + 1))
+    return entries, column_ptr, column_rows
+
+
+@numba.njit(cache=True)
+def _pair_products(indptr, indices, pair_i, pair_j, n_landmarks):
+    r"""The products that make up each pair's :math:`G_{ij} = \sum_k \phi_{ik}\phi_{jk}`:
+    pair ``e`` sums ``phi[left[t]] * phi[right[t]]`` over ``t`` in ``pair_ptr[e]:pair_ptr[e+1]``
+    (CSR positions of row ``i``'s and row ``j``'s entries in one landmark column). Built once
+    per pattern; row ``i``'s pairs are contiguous in the pattern (sorted by ``i``, then ``j``),
+    so a dense map ``j -> pair`` rebuilt per row places each product."""
+    n, n_pairs = indptr.size - 1, pair_i.size
+    entries, column_ptr, column_rows = _columns(indptr, indices, n_landmarks)
     total = 0
     for k in range(n_landmarks):
         c = column_ptr[k + 1] - column_ptr[k]
         total += c * (c - 1) // 2
-    pair_of = np.empty(total, dtype=np.int64)
-    t = 0
-    for k in range(n_landmarks):
-        for a in range(column_ptr[k], column_ptr[k + 1]):
-            for b in range(a + 1, column_ptr[k + 1]):
-                low, high = row_of[entries[a]], row_of[entries[b]]  # low < high
-                first, last = row_start[high], row_start[high + 1]
-                pair_of[t] = first + np.searchsorted(pair_j[first:last], low)
-                t += 1
-    return entries, column_ptr, pair_of
+    left = np.empty(total, dtype=np.int32)
+    right = np.empty(total, dtype=np.int32)
+    pair_ptr = np.zeros(n_pairs + 1, dtype=np.int64)
+    pair_of = np.empty(n, dtype=np.int64)
+    e = t = 0
+    for i in range(n):
+        first = e
+        while e < n_pairs and pair_i[e] == i:
+            pair_of[pair_j[e]] = e
+            e += 1
+        for p in range(indptr[i], indptr[i + 1]):  # count the products per pair of row i
+            k = indices[p]
+            for a in range(column_ptr[k], column_ptr[k + 1]):
+                if column_rows[a] >= i:
+                    break
+                pair_ptr[pair_of[column_rows[a]] + 1] += 1
+        fill = np.empty(e - first, dtype=np.int64)
+        for pair in range(first, e):
+            fill[pair - first] = t
+            t += pair_ptr[pair + 1]
+            pair_ptr[pair + 1] = t
+        for p in range(indptr[i], indptr[i + 1]):
+            k = indices[p]
+            for a in range(column_ptr[k], column_ptr[k + 1]):
+                if column_rows[a] >= i:
+                    break
+                slot = fill[pair_of[column_rows[a]] - first]
+                left[slot], right[slot] = p, entries[a]
+                fill[pair_of[column_rows[a]] - first] += 1
+    return pair_ptr, left, right
 
 
 @numba.njit(cache=True)
-def _pair_quantities(
-    phi, d_radius, d_shape, norms, entries, column_ptr, pair_of, pair_i, pair_j
-):  # fmt: skip
-    r"""Per pair: ``E``, ``G`` and the radius and shape derivatives of ``E``. ``G`` and its
-    derivatives accumulate landmark by landmark over the pairs of each column's entries
-    (``_column_pairs``), skipping the entries the current radius leaves at 0; then
-    :math:`E_{ij} = n_i + n_j - 2G_{ij}`, floored at 0. The cancellation costs at most
+def _pair_quantities(phi, d_radius, d_shape, norms, pair_ptr, left, right, pair_i, pair_j):
+    r"""Per pair: ``E``, ``G`` and the radius and shape derivatives of ``E``, from the products
+    of ``_pair_products`` (entries the current radius leaves at 0 add 0). Then
+    :math:`E_{ij} = n_i + n_j - 2G_{ij}`, floored at 0: the cancellation costs at most
     :math:`\epsilon (n_i + n_j)` absolutely, far below what moves a kernel value."""
     n_pairs = pair_i.size
-    inner = np.zeros(n_pairs)
-    inner_radius = np.zeros(n_pairs)
-    inner_shape = np.zeros(n_pairs)
-    t = 0
-    for k in range(column_ptr.size - 1):
-        end = column_ptr[k + 1]
-        for a in range(column_ptr[k], end):
-            pa = entries[a]
-            fa = phi[pa]
-            if fa == 0.0:
-                t += end - a - 1
-                continue
-            ra, ba = d_radius[pa], d_shape[pa]
-            for b in range(a + 1, end):
-                pb = entries[b]
-                fb = phi[pb]
-                e = pair_of[t]
-                t += 1
-                if fb != 0.0:
-                    inner[e] += fa * fb
-                    inner_radius[e] += ra * fb + fa * d_radius[pb]
-                    inner_shape[e] += ba * fb + fa * d_shape[pb]
     values, radius_norms, shape_norms = norms
     squared = np.zeros(n_pairs)
+    inner = np.zeros(n_pairs)
     squared_radius = np.zeros(n_pairs)
     squared_shape = np.zeros(n_pairs)
     for e in range(n_pairs):
         i, j = pair_i[e], pair_j[e]
         if i == j:
             continue
-        squared[e] = max(values[i] + values[j] - 2.0 * inner[e], 0.0)
-        squared_radius[e] = radius_norms[i] + radius_norms[j] - 2.0 * inner_radius[e]
-        squared_shape[e] = shape_norms[i] + shape_norms[j] - 2.0 * inner_shape[e]
+        g = g_radius = g_shape = 0.0
+        for t in range(pair_ptr[e], pair_ptr[e + 1]):
+            a, b = left[t], right[t]
+            fa, fb = phi[a], phi[b]
+            g += fa * fb
+            g_radius += d_radius[a] * fb + fa * d_radius[b]
+            g_shape += d_shape[a] * fb + fa * d_shape[b]
+        inner[e] = g
+        squared[e] = max(values[i] + values[j] - 2.0 * g, 0.0)
+        squared_radius[e] = radius_norms[i] + radius_norms[j] - 2.0 * g_radius
+        squared_shape[e] = shape_norms[i] + shape_norms[j] - 2.0 * g_shape
     return squared, inner, squared_radius, squared_shape
 
 
@@ -337,7 +350,7 @@ def _factor(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, nois
     phi, d_radius, d_shape = _embedding(problem.distances, radius, amplitude, shape)
     norms = _norms(problem.indptr, phi, d_radius, d_shape)
     pairs = _pair_quantities(
-        phi, d_radius, d_shape, norms, *problem.column_pairs, problem.pair_i, problem.pair_j
+        phi, d_radius, d_shape, norms, *problem.pair_products, problem.pair_i, problem.pair_j
     )
     tilde = _tilde(norms[0], pairs[0], pairs[1], problem.pair_i, problem.pair_j, rates, weights)
     values = np.zeros(problem.symbolic.n_values)

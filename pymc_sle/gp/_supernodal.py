@@ -107,37 +107,58 @@ def log_determinant(factor, sn_start, rows_ptr, l_ptr):
 
 @numba.njit(cache=True)
 def forward_solve(factor, sn_start, rows_ptr, rows, l_ptr, rhs):
-    """``L^{-1} rhs`` for ``rhs`` of shape (n, q), in the factor's numbering, in place."""
+    """``L^{-1} rhs`` for ``rhs`` of shape (n, q), in the factor's numbering, in place.
+
+    Per supernode: the triangular solve on its own (contiguous) rows, then the rows below
+    accumulated in a dense buffer along the factor's contiguous columns and scattered once."""
     q = rhs.shape[1]
+    buffer = np.empty((q, np.max(np.diff(rows_ptr))))
     for s in range(sn_start.size - 1):
         first, m, base = sn_start[s], rows_ptr[s + 1] - rows_ptr[s], l_ptr[s]
-        for c in range(sn_start[s + 1] - first):
+        k = sn_start[s + 1] - first
+        below = m - k
+        buffer[:, :below] = 0.0
+        for c in range(k):
             offset = base + c * m
             for v in range(q):
-                rhs[first + c, v] /= factor[offset + c]
-            for r in range(c + 1, m):
-                weight = factor[offset + r]
-                row = rows[rows_ptr[s] + r]
-                for v in range(q):
-                    rhs[row, v] -= weight * rhs[first + c, v]
+                x = rhs[first + c, v] / factor[offset + c]
+                rhs[first + c, v] = x
+                for r in range(c + 1, k):
+                    rhs[first + r, v] -= factor[offset + r] * x
+                for b in range(below):
+                    buffer[v, b] += factor[offset + k + b] * x
+        for b in range(below):
+            row = rows[rows_ptr[s] + k + b]
+            for v in range(q):
+                rhs[row, v] -= buffer[v, b]
     return rhs
 
 
 @numba.njit(cache=True)
 def backward_solve(factor, sn_start, rows_ptr, rows, l_ptr, rhs):
-    """``L^{-T} rhs`` for ``rhs`` of shape (n, q), in the factor's numbering, in place."""
+    """``L^{-T} rhs`` for ``rhs`` of shape (n, q), in the factor's numbering, in place.
+
+    Per supernode: the rows below gathered once into a dense buffer, then one dot product per
+    column along the factor's contiguous entries."""
     q = rhs.shape[1]
+    buffer = np.empty((q, np.max(np.diff(rows_ptr))))
     for s in range(sn_start.size - 2, -1, -1):
         first, m, base = sn_start[s], rows_ptr[s + 1] - rows_ptr[s], l_ptr[s]
-        for c in range(sn_start[s + 1] - first - 1, -1, -1):
-            offset = base + c * m
-            for r in range(c + 1, m):
-                weight = factor[offset + r]
-                row = rows[rows_ptr[s] + r]
-                for v in range(q):
-                    rhs[first + c, v] -= weight * rhs[row, v]
+        k = sn_start[s + 1] - first
+        below = m - k
+        for b in range(below):
+            row = rows[rows_ptr[s] + k + b]
             for v in range(q):
-                rhs[first + c, v] /= factor[offset + c]
+                buffer[v, b] = rhs[row, v]
+        for c in range(k - 1, -1, -1):
+            offset = base + c * m
+            for v in range(q):
+                total = rhs[first + c, v]
+                for b in range(below):
+                    total -= factor[offset + k + b] * buffer[v, b]
+                for r in range(c + 1, k):
+                    total -= factor[offset + r] * rhs[first + r, v]
+                rhs[first + c, v] = total / factor[offset + c]
     return rhs
 
 
