@@ -84,14 +84,12 @@ from benchmarks.paper.problem import Context, Problem
 from benchmarks.paper.runner import selected
 from benchmarks.studies.common import WALL_U, radius_divergence_starts
 from pymc_sle.evaluation.holdout import NutsSettings, fit_and_score
-from pymc_sle.inference.basins import MIN_BASIN_MASS, NUTPIE_DEFAULTS
-from pymc_sle.inference.priors import (
-    BASIN_BARRIER,
-    SHOULDER_BARRIER,
-    SHOULDER_MASS,
-    WEIGHING_SCALES,
-)
+from pymc_sle.inference.basins import NUTPIE_DEFAULTS
+from pymc_sle.inference.priors import DEFAULT_POLICY
 
+BASIN_BARRIER, SHOULDER_BARRIER = DEFAULT_POLICY.basin_barrier, DEFAULT_POLICY.shoulder_barrier
+SHOULDER_MASS, MIN_BASIN_MASS = DEFAULT_POLICY.shoulder_mass, DEFAULT_POLICY.min_basin_mass
+WEIGHING_SCALES = DEFAULT_POLICY.weighing_scales
 HERE = Path(__file__).resolve().parent
 SAMPLERS = ("pymc", "nutpie")
 FULL_NUTS = NutsSettings(draws=1000, tune=1000, chains=4, cores=2, seed=1, predictive_draws=500)

@@ -75,7 +75,7 @@ with pm.Model() as model:
         idata, var_names=["y_test"], extend_inferencedata=True, random_seed=2
     )
 
-# Diagnostics of what NUTS sampled (ls_rel) and of what users read (ls), not of y_test.
+# Diagnostics of the model's hyperparameters, not of y_test.
 print(pm.stats.summary(idata, var_names=priors.var_names(model, idata)))
 scores = sle.metrics.evaluate(idata, y_test, "y_test")
 print({k: round(float(v), 3) for k, v in scores.items()})

@@ -87,7 +87,7 @@ inside = np.abs(field.f[test] - mean[test]) <= 1.96 * sd[test]
 print(f"{mesh.n_vertices} vertices, {n_train} observed")
 print(f"RMSE on unobserved vertices: {rmse:.3f} (field sd {field.f.std():.3f})")
 print(f"95 % band covers the truth at {inside.mean():.1%} of unobserved vertices")
-# Diagnostics of what NUTS sampled (ls_rel) and of what users read (ls), not of f_all.
+# Diagnostics of the model's hyperparameters, not of f_all.
 print(pm.stats.summary(idata, var_names=priors.var_names(model, idata), kind="diagnostics"))
 
 fig = plt.figure(figsize=(13, 4.5))

@@ -37,7 +37,7 @@ X_train, X_test = data.train[:, None], data.test[:, None]
 # The model: priors from data-adaptive bounds, the SLE kernel of the distances, and NUTS. The
 # priors also find where the radius posterior's mass lies, start the chains there, and hand the
 # radius and length scale to NUTS in coordinates where their posterior is nearly Gaussian (the
-# model is unchanged; ``priors["ls"]`` is a deterministic of the sampled ``ls_rel``).
+# model and its variables are unchanged: the coordinates are their transforms).
 with pm.Model() as model:
     # Radius and length scale priors from data-adaptive bounds; HalfNormal signal and noise.
     # Every training point is a landmark, as in the paper: ``landmarks`` are column indices.

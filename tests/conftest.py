@@ -41,22 +41,56 @@ def perturbed_graph_distances(n: int, seed: int) -> np.ndarray:
     return D
 
 
-def two_basin_grids(real, masses=(0.4, 0.6)):
-    """``real`` (``grid_posterior``) with its log density replaced by two narrow bumps in
-    ``log radius`` behind a deep dip, ``masses`` (by default 40 % and 60 %) at a quarter and at
-    three quarters of the radius axis, flat in the other variables: what ``sle_priors`` does
-    across dips, without data that has them."""
+def two_basins(grid, masses=(0.4, 0.6)):
+    """``grid`` with its log density replaced by two narrow bumps in ``log radius`` behind a deep
+    dip, ``masses`` (by default 40 % and 60 %) at a quarter and at three quarters of the radius
+    axis, flat in the other variables: what ``sle_priors`` does across dips, without data that
+    has them."""
+    t = np.log(grid.radius)
+    lo, hi = t[len(t) // 4], t[3 * len(t) // 4]
+    bumps = np.logaddexp(-0.5 * ((t - lo) / 0.1) ** 2 + np.log(masses[0]),
+                         -0.5 * ((t - hi) / 0.1) ** 2 + np.log(masses[1]))  # fmt: skip
+    density = np.broadcast_to(bumps[:, None, None, None], grid.log_density.shape).copy()
+    return dataclasses.replace(grid, log_density=density)
 
-    def grid_posterior(*args, **kwargs):
-        grid = real(*args, **kwargs)
-        t = np.log(grid.radius)
-        lo, hi = t[len(t) // 4], t[3 * len(t) // 4]
-        bumps = np.logaddexp(-0.5 * ((t - lo) / 0.1) ** 2 + np.log(masses[0]),
-                             -0.5 * ((t - hi) / 0.1) ** 2 + np.log(masses[1]))  # fmt: skip
-        density = np.broadcast_to(bumps[:, None, None, None], grid.log_density.shape).copy()
-        return dataclasses.replace(grid, log_density=density)
 
-    return grid_posterior
+@dataclasses.dataclass
+class Passes:
+    """A search problem whose grid passes are recorded -- their axes, grids and how many
+    ``(radius, ls)`` cells each decomposed, in order -- and optionally reshaped (e.g. by
+    :func:`two_basins`): what ``search`` and ``plan`` see."""
+
+    problem: object
+    reshape: object = None
+    calls: list = dataclasses.field(default_factory=list)
+    grids: list = dataclasses.field(default_factory=list)
+    decomposed: list = dataclasses.field(default_factory=list)
+
+    def __getattr__(self, name):  # cutoff, kernel, bounds, ...: the problem's
+        return getattr(self.problem, name)
+
+    def grid(self, **axes):
+        before = len(self.problem.spectra)
+        grid = self.problem.grid(**axes)
+        self.decomposed.append(len(self.problem.spectra) - before)
+        self.calls.append(axes)
+        self.grids.append(grid if self.reshape is None else self.reshape(grid))
+        return self.grids[-1]
+
+
+def searched_priors(D, rows, y, *, reshape=None, policy=None, names=None, start="mode",
+                    inner="matern32", scale_ridges=True, cap_radius=True):  # fmt: skip
+    """``sle_priors(D, rows, y, ...)`` in the current model, through its steps, with the grid
+    passes recorded and optionally reshaped (:class:`Passes`): ``(priors, passes)``."""
+    from pymc_sle.inference._search import DEFAULT_POLICY, SearchProblem
+    from pymc_sle.inference.priors import _compose
+
+    problem = SearchProblem.build(D, rows, y, landmarks=None, inner=inner, inner_kwargs=None,
+                                  mass=0.95, search_points=500)  # fmt: skip
+    passes = Passes(problem, reshape)
+    names = {"radius": "radius", "ls": "ls", "eta": "eta", "sigma": "sigma", **(names or {})}
+    policy = DEFAULT_POLICY if policy is None else policy
+    return _compose(passes, policy, start, names, scale_ridges, cap_radius), passes
 
 
 def synthetic_grid(log_marginal: np.ndarray, radius: np.ndarray):

@@ -11,8 +11,8 @@ import pymc_sle as sle
 from pymc_sle.evaluation.holdout import convergence
 from pymc_sle.inference import basin_diagnostics, basin_models, sample_basins
 from pymc_sle.inference._transforms import CenteredLog
-from pymc_sle.inference.basins import MIN_BASIN_MASS, _cuts, _intervals
-from pymc_sle.inference.priors import Basin, SLEPriors, sle_priors
+from pymc_sle.inference.basins import _cuts, _intervals
+from pymc_sle.inference.priors import DEFAULT_POLICY, Basin, SLEPriors, sle_priors
 
 SAMPLE = dict(draws=200, tune=200, chains=2, cores=1, progressbar=False,
               compute_convergence_checks=False)  # fmt: skip
@@ -92,7 +92,7 @@ def test_a_basin_just_above_the_default_min_mass_is_sampled_apart():
 def test_basins_below_min_mass_are_dropped_and_one_basin_is_pm_sample():
     """With one basin, sample_basins is pm.sample with target_accept 0.9 (PyMC's is 0.8)."""
     model, priors = two_wells(weights=(0.997, 0.003))
-    assert priors.basins[1].mass < MIN_BASIN_MASS <= priors.basins[0].mass
+    assert priors.basins[1].mass < DEFAULT_POLICY.min_basin_mass <= priors.basins[0].mass
     one = sample_basins(priors, model=model, random_seed=3, **SAMPLE)
     with model:
         reference = pm.sample(random_seed=3, target_accept=0.9, **SAMPLE)
@@ -243,7 +243,7 @@ def test_sle_priors_reports_basins_with_starts_inside_them():
         masses = [b.mass for b in priors.basins]
         assert masses == sorted(masses, reverse=True)
         for basin in priors.basins:
-            # keyed by the sampled variables: ls_rel with one basin, ls with several (here two)
+            # keyed by the model's variables (renamed as the priors are)
             assert set(basin.start) == {rv.name for rv in model.free_RVs}
             assert basin.low <= basin.start["r"] <= basin.high
     with pm.Model():

@@ -6,7 +6,7 @@ import pytest
 from conftest import synthetic_grid
 
 import pymc_sle as sle
-from pymc_sle.inference.grid import RadiusMode, grid_posterior
+from pymc_sle.inference.grid import Basin, grid_posterior
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def test_mass_range_holds_all_but_the_tail_and_one_cell_more(data):
     assert low == axis[max(np.searchsorted(cdf, 0.1) - 1, 0)]
     assert high == axis[min(np.searchsorted(cdf, 0.9) + 1, axis.size - 1)]
     # restricted to the radii of given basins, the range stays within one cell of them
-    lower_half = RadiusMode(float(axis[2]), 1.0, float(axis[0]), float(axis[5]))
+    lower_half = Basin(float(axis[2]), 1.0, float(axis[0]), float(axis[5]))
     assert grid.mass_range("radius", tail=0.2, basins=[lower_half])[1] <= axis[6]
 
 
@@ -155,32 +155,26 @@ def test_an_explicit_scale_axis_replaces_the_default_one_and_the_other_keeps_n_s
     np.testing.assert_array_equal(fine.log_density[tuple(every_tenth)], default.log_density)
 
 
-def test_reused_spectra_decompose_each_cell_once_and_change_no_value(data, monkeypatch):
-    """Inside ``reused_spectra`` a second pass over cells of the same (radius, ls) values -- finer
-    scale axes, one more length scale -- decomposes only the new cells' Grams, and its grid equals
-    the one computed without reuse; outside it nothing is kept."""
-    from pymc_sle.inference import grid as grid_module
+def test_shared_spectra_decompose_each_cell_once_and_change_no_value(data):
+    """With a ``spectra`` cache, a second pass over cells of the same (radius, ls) values --
+    finer scale axes, one more length scale -- decomposes only the new cells' Grams, and its
+    grid equals the one computed without reuse."""
+    from pymc_sle.inference._bounds import suggest_bounds
+    from pymc_sle.inference.grid import grid_on_block
 
     D, y = data
     rows = np.arange(y.size)
-    real, decompositions = grid_module.eigenvalues_and_coordinates, []
-
-    def counted(*args):
-        decompositions.append(args)
-        return real(*args)
-
     first = grid_posterior(D, rows, y, n_radius=3, n_ls=4, n_scale=5)
     ls = np.append(first.ls, 2.0 * first.ls[-1])
     second = dict(radius=first.radius, ls=ls, n_scale=7)
     fresh = grid_posterior(D, rows, y, **second)
-    monkeypatch.setattr(grid_module, "eigenvalues_and_coordinates", counted)
-    with grid_module.reused_spectra():
-        again = grid_posterior(D, rows, y, n_radius=3, n_ls=4, n_scale=5)
-        assert len(decompositions) == 12
-        reused = grid_posterior(D, rows, y, **second)
-        assert len(decompositions) == 12 + 3  # the new length scale's cells only
+    spectra = {}
+    common = dict(inner="matern32", inner_kwargs=None, mass=0.95, spectra=spectra)
+    block, bounds = D[np.ix_(rows, rows)], suggest_bounds(D, rows, y)
+    again = grid_on_block(block, y, bounds, n_radius=3, n_ls=4, n_scale=5, **common)
+    assert len(spectra) == 12
+    reused = grid_on_block(block, y, bounds, **second, **common)
+    assert len(spectra) == 12 + 3  # the new length scale's cells only
     np.testing.assert_array_equal(again.log_density, first.log_density)
     np.testing.assert_array_equal(reused.log_density, fresh.log_density)
     np.testing.assert_array_equal(reused.profile_log_likelihood, fresh.profile_log_likelihood)
-    grid_posterior(D, rows, y, **second)
-    assert len(decompositions) == 12 + 3 + 15  # outside: every cell again

@@ -4,10 +4,20 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytest
-from conftest import synthetic_grid, two_basin_grids
+from conftest import searched_priors, synthetic_grid, two_basins
 from scipy import stats
 
 import pymc_sle
+from pymc_sle.inference._plan import _radius_map
+from pymc_sle.inference._search import (
+    DEFAULT_POLICY,
+    SearchProblem,
+    SearchResult,
+    _cells_per_sd,
+    _holding_mode,
+    search,
+)
+from pymc_sle.inference.grid import Basin
 from pymc_sle.inference.priors import (
     SLEPriors,
     lognormal_between,
@@ -88,9 +98,10 @@ def test_sle_priors_create_named_variables(line_distances):
             names={"radius": "r", "ls": "ell"},
         )
     assert set(priors) == {"radius", "ls", "eta", "sigma"}
-    # ls, eta and sigma are sampled as ratios to ridges of the posterior (tests/test_transforms.py)
-    assert {rv.name for rv in model.free_RVs} == {"r", "ell_rel", "eta_rel", "sigma_rel"}
-    assert [v.name for v in model.deterministics] == ["ell", "eta", "sigma"]
+    # ls, eta and sigma are sampled relative to ridges of the posterior, by their transforms
+    # (tests/test_transforms.py): the model's variables are the four alone
+    assert [rv.name for rv in model.free_RVs] == ["r", "ell", "eta", "sigma"]
+    assert model.deterministics == []
     draws = pm.draw(priors["radius"], draws=4000, random_seed=1)
     low, high = suggest_bounds(line_distances, np.arange(12), np.sin(np.arange(12.0))).radius
     inside = np.mean((draws > low) & (draws < high))
@@ -101,13 +112,13 @@ def test_sle_priors_options_name_the_ratios_and_check_their_arguments(line_dista
     y = np.sin(np.arange(12.0))
     with pm.Model() as model:
         priors = sle_priors(line_distances, np.arange(12), y, names={"sigma": "noise"})
-    assert {rv.name for rv in model.free_RVs} == {"radius", "ls_rel", "eta_rel", "noise_rel"}
+    assert [rv.name for rv in model.free_RVs] == ["radius", "ls", "eta", "noise"]
     # what the search decided, keyed like the result (the noise reaches zero on these data)
     assert priors.scales == {"radius": "capped quantile", "ls": "ridge", "eta": "floored ridge",
                              "sigma": "floored ridge, quantile"}  # fmt: skip
     with pm.Model() as model:
         priors = sle_priors(line_distances, np.arange(12), y, scale_ridges=False)
-    assert {rv.name for rv in model.free_RVs} == {"radius", "ls_rel", "eta", "sigma"}
+    assert [rv.name for rv in model.free_RVs] == ["radius", "ls", "eta", "sigma"]
     assert (priors.scales["eta"], priors.scales["sigma"]) == ("centred log", "quantile")
     for name in ("scale_ridges", "cap_radius"):
         with pm.Model(), pytest.raises(TypeError, match=rf"`{name}` must be a bool, but got 1"):
@@ -125,14 +136,22 @@ def _line(n=16, seed=0):
     return np.abs(x[:, None] - x[None, :]), np.sin(6 * x)
 
 
-def test_sle_priors_start_at_the_grid_mode_and_keep_the_radius_prior():
-    from pymc_sle.inference import priors as priors_module
+#: The noise never reaches zero (it would need more than all the mass), or always does.
+NOISE_NEVER_AT_ZERO = dataclasses.replace(DEFAULT_POLICY, noise_at_zero=2.0)
+NOISE_AT_ZERO = dataclasses.replace(DEFAULT_POLICY, noise_at_zero=0.0)
 
+
+def _problem(D, y, inner="matern32"):
+    return SearchProblem.build(D, np.arange(y.size), y, landmarks=None, inner=inner,
+                               inner_kwargs=None, mass=0.95, search_points=500)  # fmt: skip
+
+
+def test_sle_priors_start_at_the_grid_mode_and_keep_the_radius_prior():
     D, y = _line()
     rows = np.arange(y.size)
     with pm.Model() as model:
         priors = sle_priors(D, rows, y, inner="rbf")
-    mode = priors_module._search(D, rows, y, None, 0.95, "rbf", None).grid.mode()
+    mode = search(_problem(D, y, "rbf")).grid.mode()
     start = model.initial_point()
     on_ridges = ["ls", "eta", "sigma"]
     at_start = model.compile_fn(model.replace_rvs_by_values([priors[n] for n in on_ridges]),
@@ -161,8 +180,6 @@ def test_sle_priors_start_at_the_grid_mode_and_keep_the_radius_prior():
 def test_radius_basins_split_off_shoulders_and_trenches_drop_the_maps(
     weights, separation, masses, maps
 ):
-    from pymc_sle.inference import priors as priors_module
-
     radius = np.geomspace(1.0, 100.0, 81)
     t = np.log(radius)
     density = weights[0] * np.exp(-0.5 * ((t - 1.0) / 0.3) ** 2) + weights[1] * np.exp(
@@ -172,10 +189,10 @@ def test_radius_basins_split_off_shoulders_and_trenches_drop_the_maps(
     # the dip below the lower peak: 1.5-3 nats, or deeper than 3 nats when the maps go
     n_apart = [len(grid.radius_modes(min_mass=0.0, barrier=b)) for b in (1.5, 3.0)]
     assert n_apart == ([2, 1] if maps else [2, 2])
-    basins = sorted(priors_module._radius_basins(grid), key=lambda b: -b.mass)
+    basins = sorted(DEFAULT_POLICY.basins(grid), key=lambda b: -b.mass)
     assert [b.mass for b in basins] == pytest.approx(masses, abs=0.02)
     assert all(b.low <= b.radius <= b.high for b in basins)
-    assert priors_module._uses_maps(grid) is maps
+    assert DEFAULT_POLICY.on_quantiles(grid) is maps
 
 
 def test_sle_priors_prior_start_keeps_pymc_defaults():
@@ -238,25 +255,23 @@ def test_sle_priors_rejects_unknown_start():
         sle_priors(D, np.arange(y.size), y, start="map")
 
 
-def test_sle_priors_warns_when_the_start_basin_misses_mass(monkeypatch):
-    from pymc_sle.inference import grid as grid_module
-    from pymc_sle.inference import priors as priors_module
-
+def test_sle_priors_warns_when_the_start_basin_misses_mass():
     D, y = _line()
-    two_basins = two_basin_grids(grid_module.grid_posterior)
-    monkeypatch.setattr(priors_module, "grid_posterior", two_basins)
-    # the patched grids are flat in log sigma, which reaches zero: the noise's own map is tested
+    # the reshaped grids are flat in log sigma, which reaches zero: the noise's own map is tested
     # apart
-    monkeypatch.setattr(priors_module, "_noise_reaches_zero", lambda coarse: False)
     with (
         pm.Model() as model,
         pytest.warns(UserWarning, match=r"more than one basin.*sample_basins"),
     ):
-        priors = sle_priors(D, np.arange(y.size), y)
+        priors, _ = searched_priors(D, np.arange(y.size), y, reshape=two_basins,
+                                    policy=NOISE_NEVER_AT_ZERO)  # fmt: skip
     # across deep dips, no quantile scale: centred log scales, ls on its ridge
     # (docs/hyperposterior.md)
     assert set(model.initial_point()) == {
-        f"{v}_centeredlog__" for v in ("radius", "ls_rel", "eta", "sigma")
+        "radius_centeredlog__",
+        "ls_ridge__",
+        "eta_centeredlog__",
+        "sigma_centeredlog__",
     }
     assert priors.scales == {"radius": "centred log", "ls": "ridge", "eta": "centred log",
                              "sigma": "centred log"}  # fmt: skip
@@ -267,84 +282,44 @@ def test_sle_priors_warns_when_the_start_basin_misses_mass(monkeypatch):
 
 
 @pytest.mark.parametrize(("min_basin_mass", "weighs"), [(0.3, True), (0.5, False)])
-def test_several_sampled_basins_are_weighed_on_scale_cells_over_their_mass(
-    monkeypatch, min_basin_mass, weighs
-):
-    """Where more than one basin holds MIN_BASIN_MASS (what sample_basins samples), one more pass
-    of the fine grid with WEIGHING_SCALES cells of eta and sigma over the coarse grid's mass
-    range; the basins' masses come from it."""
-    from pymc_sle.inference import grid as grid_module
-    from pymc_sle.inference import priors as priors_module
-
+def test_several_sampled_basins_are_weighed_on_scale_cells_over_their_mass(min_basin_mass, weighs):
+    """Where more than one basin holds min_basin_mass (what sample_basins samples), one more pass
+    of the fine grid with weighing_scales cells of eta and sigma over the coarse grid's mass
+    range; the basins' masses come from it. It has the fine pass's (radius, ls) cells, so it
+    decomposes no Gram again, and its grid equals one computed from scratch."""
     D, y = _line()
-    monkeypatch.setattr(
-        priors_module, "grid_posterior", two_basin_grids(grid_module.grid_posterior)
-    )
-    monkeypatch.setattr(priors_module, "_noise_reaches_zero", lambda coarse: False)
-    monkeypatch.setattr(priors_module, "MIN_BASIN_MASS", min_basin_mass)
-    calls, grids = _record_grid_passes(monkeypatch)
+    policy = dataclasses.replace(NOISE_NEVER_AT_ZERO, min_basin_mass=min_basin_mass)
     with pm.Model(), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # several basins: tested above
-        priors = sle_priors(D, np.arange(y.size), y)
-    assert len(calls) == (3 if weighs else 2)
+        priors, passes = searched_priors(D, np.arange(y.size), y, reshape=two_basins,
+                                         policy=policy)  # fmt: skip
+    assert len(passes.calls) == (3 if weighs else 2)
+    coarse_cells = policy.start_grid["n_radius"] * policy.start_grid["n_ls"]
+    fine_cells = policy.fine_grid["n_radius"] * policy.fine_grid["n_ls"]
+    assert passes.decomposed[0] == coarse_cells
+    assert passes.decomposed[1] <= fine_cells  # the few cells the coarse grid had are reused
     if not weighs:
-        assert "eta" not in calls[1]
+        assert "eta" not in passes.calls[1]
         return
-    coarse, fine, weighing = grids
-    sampled = coarse.radius_modes(min_mass=priors_module._UNREACHED_MASS,
-                                  barrier=priors_module.BASIN_BARRIER)  # fmt: skip
+    coarse, fine, weighing = passes.grids
+    sampled = coarse.radius_modes(min_mass=policy.unreached_mass, barrier=policy.basin_barrier)
     for name in ("eta", "sigma"):
-        expected = np.geomspace(*coarse.mass_range(name, priors_module._FINE_TAIL, sampled),
-                                priors_module.WEIGHING_SCALES)  # fmt: skip
-        np.testing.assert_allclose(calls[2][name], expected)
-        assert getattr(weighing, name).size == priors_module.WEIGHING_SCALES
+        expected = np.geomspace(*coarse.mass_range(name, policy.fine_tail, sampled),
+                                policy.weighing_scales)  # fmt: skip
+        np.testing.assert_allclose(passes.calls[2][name], expected)
+        assert getattr(weighing, name).size == policy.weighing_scales
     np.testing.assert_array_equal(weighing.radius, fine.radius)
     np.testing.assert_array_equal(weighing.ls, fine.ls)
     assert [round(b.mass, 2) for b in priors.basins] == [0.6, 0.4]
-
-
-def test_the_weighing_pass_decomposes_no_gram_again(monkeypatch):
-    """The weighing pass has the fine pass's (radius, ls) cells: it reuses their
-    eigendecompositions, and its grid equals one computed from scratch."""
-    from pymc_sle.inference import grid as grid_module
-    from pymc_sle.inference import priors as priors_module
-
-    D, y = _line()
-    real_decompose, decompositions = grid_module.eigenvalues_and_coordinates, []
-
-    def counted(*args):
-        decompositions.append(args)
-        return real_decompose(*args)
-
-    passes = []
-
-    def recorded(*args, **kwargs):  # the real grids, before two_basin_grids reshapes them
-        before = len(decompositions)
-        grid = grid_module.grid_posterior(*args, **kwargs)
-        passes.append((len(decompositions) - before, args, kwargs, grid))
-        return grid
-
-    monkeypatch.setattr(grid_module, "eigenvalues_and_coordinates", counted)
-    monkeypatch.setattr(priors_module, "grid_posterior", two_basin_grids(recorded))
-    monkeypatch.setattr(priors_module, "_noise_reaches_zero", lambda coarse: False)
-    monkeypatch.setattr(priors_module, "MIN_BASIN_MASS", 0.3)
-    with pm.Model(), warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # several basins: tested above
-        sle_priors(D, np.arange(y.size), y)
-    (coarse, *_), (fine, *_), (weighing, args, kwargs, grid) = passes[:3]
-    cells = {name: sizes["n_radius"] * sizes["n_ls"]
-             for name, sizes in (("coarse", priors_module._START_GRID),
-                                 ("fine", priors_module._FINE_GRID))}  # fmt: skip
-    assert (coarse, fine, weighing) == (cells["coarse"], cells["fine"], 0)
-    before = len(decompositions)
-    fresh = grid_module.grid_posterior(*args, **kwargs)
-    assert len(decompositions) - before == cells["fine"]  # outside the search: every cell again
-    np.testing.assert_array_equal(grid.log_density, fresh.log_density)
+    assert passes.decomposed[2] == 0  # the weighing pass decomposes no Gram again
+    fresh = _problem(D, y).grid(**passes.calls[2])  # a new problem: every cell decomposed again
+    np.testing.assert_array_equal(passes.problem.grid(**passes.calls[2]).log_density,
+                                  fresh.log_density)  # fmt: skip
 
 
 def _bumps_grid(radius, masses, centres):
     """A synthetic grid whose radius marginal has narrow bumps of ``masses`` at ``centres``
-    (log radius), behind dips far deeper than ``BASIN_BARRIER``."""
+    (log radius), behind dips far deeper than the basin barrier."""
     t = np.log(radius)
     density = sum(
         m * np.exp(-0.5 * ((t - c) / 0.1) ** 2) for m, c in zip(masses, centres, strict=True)
@@ -353,41 +328,34 @@ def _bumps_grid(radius, masses, centres):
 
 
 def _search_of(coarse, fine):
-    """What ``sle_priors``' grid search would carry for these grids (no zoom)."""
-    from pymc_sle.inference import priors as priors_module
-
-    deep = fine.radius_modes(min_mass=0.0, barrier=priors_module.BASIN_BARRIER)
-    return priors_module._Search(
-        coarse, fine, [], True, False, deep, priors_module._home(fine, deep)
-    )
+    """What the grid search would find for these grids (no zoom)."""
+    deep = DEFAULT_POLICY.deep_basins(fine)
+    start = _holding_mode(fine, deep)
+    return SearchResult(coarse, fine, [], deep, start, True, False, None, start)
 
 
 @pytest.mark.parametrize(("masses", "capped"), [((0.998, 0.002), True), ((0.994, 0.006), False)])
 def test_radius_cap_lies_before_a_light_basin_above_the_start_and_counts_its_mass(masses, capped):
-    from pymc_sle.inference import priors as priors_module
-
     radius = np.geomspace(1.0, 100.0, 81)
     grid = _bumps_grid(radius, masses, (1.0, 3.0))
-    radius_map, cap, truncated = priors_module._radius_map(_search_of(grid, grid), cap=True)
+    radius_map, cap, truncated = _radius_map(_search_of(grid, grid), DEFAULT_POLICY, cap=True)
     if not capped:  # 0.6 % above: sample_basins samples it, the cap would cut it off
         assert (radius_map.u_cap, cap, truncated) == (None, None, 0.0)
         return
-    home, above = grid.radius_modes(min_mass=0.0, barrier=priors_module.BASIN_BARRIER)
+    home, above = DEFAULT_POLICY.deep_basins(grid)
     assert cap == radius_map.bound
     assert cap == pytest.approx(np.sqrt(home.high * above.low), rel=1e-3)  # the map's inverse
     assert np.exp(1.5) < cap < np.exp(2.5)
     assert truncated == pytest.approx(masses[1], rel=1e-3)
-    assert priors_module._radius_map(_search_of(grid, grid), cap=False)[1:] == (None, 0.0)
+    assert _radius_map(_search_of(grid, grid), DEFAULT_POLICY, cap=False)[1:] == (None, 0.0)
 
 
 def test_radius_cap_without_a_basin_above_is_at_the_maps_last_knot():
     """Without a basin above, the cap is where u = 6 (the map's last knot); the coarse grid's
     light far basin beyond the fine grid is what it cuts off."""
-    from pymc_sle.inference import priors as priors_module
-
     coarse = _bumps_grid(np.geomspace(1.0, 1000.0, 64), (0.997, 0.003), (1.0, 5.0))
     fine = _bumps_grid(np.geomspace(1.0, 20.0, 32), (1.0,), (1.0,))  # spans the start's basin
-    radius_map, cap, truncated = priors_module._radius_map(_search_of(coarse, fine), cap=True)
+    radius_map, cap, truncated = _radius_map(_search_of(coarse, fine), DEFAULT_POLICY, cap=True)
     assert radius_map.u_cap == 6.0
     assert cap == pytest.approx(np.exp(radius_map._g.numpy(6.0)))
     # the map's tail: the widening normal (twice the bump's sd of 0.1) reaches log r ~ 2.1 at u = 6
@@ -396,21 +364,18 @@ def test_radius_cap_without_a_basin_above_is_at_the_maps_last_knot():
 
 
 @pytest.mark.parametrize(("masses", "capped"), [((0.998, 0.002), True), ((0.993, 0.007), False)])
-def test_sle_priors_caps_the_radius_below_a_light_far_basin_and_says_so(
-    monkeypatch, masses, capped
-):
-    """The patched grids put a light basin above the start's on the coarse grid, outside the
+def test_sle_priors_caps_the_radius_below_a_light_far_basin_and_says_so(masses, capped):
+    """The reshaped grids put a light basin above the start's on the coarse grid, outside the
     fine grid's span (on the fine grid the second bump is too light to make a dip): 0.2 % of the
     mass is cut off with a warning; 0.7 % is not, and the far basin stays for sample_basins."""
-    from pymc_sle.inference import grid as grid_module
-    from pymc_sle.inference import priors as priors_module
-
     D, y = _line()
-    monkeypatch.setattr(priors_module, "grid_posterior",
-                        two_basin_grids(grid_module.grid_posterior, masses))  # fmt: skip
+
+    def reshape(grid):
+        return two_basins(grid, masses)
+
     with pm.Model() as model, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        priors = sle_priors(D, np.arange(y.size), y)
+        priors, _ = searched_priors(D, np.arange(y.size), y, reshape=reshape)
     said = [str(w.message) for w in caught if "The radius is capped" in str(w.message)]
     transform = model.rvs_to_transforms[priors["radius"]]
     if not capped:
@@ -432,7 +397,7 @@ def test_sle_priors_caps_the_radius_below_a_light_far_basin_and_says_so(
     # cap_radius=False: the model of the previous release, with the far basin kept
     with pm.Model() as model, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        priors = sle_priors(D, np.arange(y.size), y, cap_radius=False)
+        priors, _ = searched_priors(D, np.arange(y.size), y, reshape=reshape, cap_radius=False)
     assert (priors.radius_cap, model.rvs_to_transforms[priors["radius"]].u_cap) == (None, None)
 
 
@@ -449,45 +414,27 @@ def _noise_grid(low_mass):
 
 @pytest.mark.parametrize(("low_mass", "reaches"), [(0.0, False), (0.004, False), (0.006, True)])
 def test_noise_reaches_zero_from_half_a_percent_below_a_tenth_of_its_median(low_mass, reaches):
-    from pymc_sle.inference import priors as priors_module
-
-    assert priors_module._noise_reaches_zero(_noise_grid(low_mass)) is reaches
-
-
-def _record_grid_passes(monkeypatch) -> tuple[list[dict], list]:
-    """Make ``sle_priors``' grid passes record their keyword arguments and grids, in order."""
-    from pymc_sle.inference import priors as priors_module
-
-    real, calls, grids = priors_module.grid_posterior, [], []
-
-    def recorded(*args, **kwargs):
-        calls.append(kwargs)
-        grids.append(real(*args, **kwargs))
-        return grids[-1]
-
-    monkeypatch.setattr(priors_module, "grid_posterior", recorded)
-    return calls, grids
+    assert DEFAULT_POLICY.noise_reaches_zero(_noise_grid(low_mass)) is reaches
 
 
 @pytest.mark.parametrize("scale_ridges", [True, False])
-def test_noise_that_reaches_zero_is_sampled_on_its_quantile_scale_from_finer_cells(
-    monkeypatch, scale_ridges
-):
-    """The fine grid gets 96 noise cells over the coarse grid's range, and sigma (sigma_rel on
+def test_noise_that_reaches_zero_is_sampled_on_its_quantile_scale_from_finer_cells(scale_ridges):
+    """The fine grid gets 96 noise cells over the coarse grid's range, and sigma (relative to
     its ridge) a quantile map of the fine grid's marginal; the other variables keep theirs."""
-    from pymc_sle.inference import priors as priors_module
-    from pymc_sle.inference._transforms import CenteredLog, QuantileLog, Ridge
+    from pymc_sle.inference._transforms import CenteredLog, OnRidge, QuantileLog, Ridge
 
     D, y = _line()
-    calls, grids = _record_grid_passes(monkeypatch)
-    monkeypatch.setattr(priors_module, "_noise_reaches_zero", lambda coarse: True)
     with pm.Model() as model:
-        priors = sle_priors(D, np.arange(y.size), y, scale_ridges=scale_ridges)
+        priors, passes = searched_priors(D, np.arange(y.size), y, policy=NOISE_AT_ZERO,
+                                         scale_ridges=scale_ridges)  # fmt: skip
+    calls, grids = passes.calls, passes.grids
     assert "sigma" not in calls[0] and len(calls[1]["sigma"]) == 96
     scale = float(np.std(y))
     np.testing.assert_allclose(calls[1]["sigma"][[0, -1]], [1e-3 * scale, 3.0 * scale])
-    noise = model["sigma_rel" if scale_ridges else "sigma"]
-    transform = model.rvs_to_transforms[noise]
+    transform = model.rvs_to_transforms[model["sigma"]]
+    assert isinstance(transform, OnRidge) is scale_ridges
+    if scale_ridges:
+        transform = transform.inner
     assert isinstance(transform, QuantileLog)
     # the map of the fine grid's marginal (relative to the floored ridge), cut above, not below
     fine = grids[-1]
@@ -498,17 +445,17 @@ def test_noise_that_reaches_zero_is_sampled_on_its_quantile_scale_from_finer_cel
         expected = QuantileLog.from_grid(np.log(fine.sigma), fine.marginal("sigma"),
                                          walls=("upper",))  # fmt: skip
     np.testing.assert_allclose(transform._g.values, expected._g.values, rtol=1e-12)
-    for other in ("ls_rel", "eta_rel" if scale_ridges else "eta"):
-        assert isinstance(model.rvs_to_transforms[model[other]], CenteredLog)
+    for other in ("ls", "eta"):
+        transform = model.rvs_to_transforms[model[other]]
+        on_ridge = other == "ls" or scale_ridges
+        assert isinstance(transform, OnRidge) is on_ridge
+        assert isinstance(transform.inner if on_ridge else transform, CenteredLog)
     assert np.isfinite(model.compile_logp()(model.initial_point()))
     assert sorted(priors) == ["eta", "ls", "radius", "sigma"]
     assert priors.scales["sigma"] == ("floored ridge, quantile" if scale_ridges else "quantile")
 
 
 def test_cells_per_sd_measures_the_basin_alone_in_grid_cells():
-    from pymc_sle.inference import priors as priors_module
-    from pymc_sle.inference.grid import RadiusMode
-
     radius = np.exp(np.arange(0.0, 2.0, 0.04))  # cells 0.04 wide in log r
     t = np.log(radius)
     # a basin with sd 0.05 in log r, and a far light one that must not widen it
@@ -516,41 +463,39 @@ def test_cells_per_sd_measures_the_basin_alone_in_grid_cells():
         -0.5 * ((t - 0.6) / 0.05) ** 2, np.log(0.1) - 0.5 * ((t - 1.6) / 0.05) ** 2
     )
     grid = synthetic_grid(log_marginal, radius)
-    basin = RadiusMode(float(np.exp(0.6)), 1.0, float(np.exp(0.3)), float(np.exp(1.0)))
+    basin = Basin(float(np.exp(0.6)), 1.0, float(np.exp(0.3)), float(np.exp(1.0)))
     # the normal's sd, 0.05, over the cells' width: 1.25 cells
-    assert priors_module._cells_per_sd(grid, basin) == pytest.approx(1.25, abs=0.01)
-    whole = RadiusMode(float(np.exp(0.6)), 1.0, float(radius[0]), float(radius[-1]))
-    assert priors_module._cells_per_sd(grid, whole) > 2.0  # the far basin widens the whole
+    assert _cells_per_sd(grid, basin) == pytest.approx(1.25, abs=0.01)
+    whole = Basin(float(np.exp(0.6)), 1.0, float(radius[0]), float(radius[-1]))
+    assert _cells_per_sd(grid, whole) > 2.0  # the far basin widens the whole
 
 
 @pytest.mark.parametrize(("cells", "cap_radius", "zooms"),
                          [(1e9, True, True), (0.0, True, False), (1e9, False, False)])  # fmt: skip
-def test_a_coarse_start_basin_gets_its_radius_map_from_a_zoomed_grid(
-    monkeypatch, cells, cap_radius, zooms
-):
-    """Fewer than _MAP_CELLS fine cells per sd in the start's basin: one more grid pass over that
+def test_a_coarse_start_basin_gets_its_radius_map_from_a_zoomed_grid(cells, cap_radius, zooms):
+    """Fewer than map_cells fine cells per sd in the start's basin: one more grid pass over that
     basin's mass range, with the fine grid's other axes, and the capped radius map built from its
     marginal; never for an uncapped map (cap_radius=False)."""
-    from pymc_sle.inference import priors as priors_module
     from pymc_sle.inference._transforms import QuantileLog
 
     D, y = _line(n=30, seed=1)  # the start basin's mass range is narrower than the fine grid's
-    calls, grids = _record_grid_passes(monkeypatch)
-    monkeypatch.setattr(priors_module, "_MAP_CELLS", cells)
+    policy = dataclasses.replace(DEFAULT_POLICY, map_cells=cells)
     with pm.Model() as model:
-        priors = sle_priors(D, np.arange(y.size), y, cap_radius=cap_radius)
+        priors, passes = searched_priors(D, np.arange(y.size), y, policy=policy,
+                                         cap_radius=cap_radius)  # fmt: skip
+    calls, grids = passes.calls, passes.grids
     assert len(calls) == (3 if zooms else 2)
     radius = model.rvs_to_transforms[priors["radius"]]
     if not zooms:
         assert "zoomed" not in priors.scales["radius"]
         return
     fine, zoom = grids[1], grids[2]
-    basins = fine.radius_modes(min_mass=0.0, barrier=priors_module.BASIN_BARRIER)
-    home = priors_module._home(fine, basins)
+    basins = DEFAULT_POLICY.deep_basins(fine)
+    home = _holding_mode(fine, basins)
     # a light basin below the start's, which the zoom keeps, and none above: the cap is at the
     # map's last knot
     assert [b.high <= home.high for b in basins] == [True, True]
-    span = fine.mass_range("radius", priors_module._FINE_TAIL, basins)
+    span = fine.mass_range("radius", DEFAULT_POLICY.fine_tail, basins)
     np.testing.assert_allclose(calls[2]["radius"], np.geomspace(*span, fine.radius.size))
     np.testing.assert_array_equal(zoom.ls, fine.ls)
     assert zoom.radius[0] > fine.radius[0] and zoom.radius[-1] <= fine.radius[-1]

@@ -14,12 +14,11 @@
 from pymc_sle.inference import basins, grid, priors
 from pymc_sle.inference._map import MAPResult, find_map
 from pymc_sle.inference.basins import basin_diagnostics, basin_models, sample_basins
-from pymc_sle.inference.grid import GridPosterior, RadiusMode, grid_posterior
+from pymc_sle.inference.grid import GridPosterior, grid_posterior
 
 __all__ = [
     "GridPosterior",
     "MAPResult",
-    "RadiusMode",
     "basin_diagnostics",
     "basin_models",
     "basins",

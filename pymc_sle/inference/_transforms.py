@@ -38,7 +38,7 @@ from pymc.distributions.transforms import Interval, Transform
 from pymc.logprob.transforms import ChainedTransform
 from scipy import interpolate, special, stats
 
-__all__ = ["CenteredLog", "QuantileLog", "Ridge", "below_cutoff"]
+__all__ = ["CenteredLog", "OnRidge", "QuantileLog", "Ridge", "below_cutoff"]
 
 
 class CenteredLog(Transform):
@@ -327,7 +327,8 @@ class Ridge(Hermite):
     For the noise and the signal scale: where they rise, the GP gives way to noise (bumps that
     lose their neighbours at the small-radius wall, or cover everything at large radii), a
     corner NUTS reaches along the ridge; where the noise falls, the GP interpolates and the
-    noise's conditional spread widens, which a shift does not follow (``docs/hyperposterior.md``).
+    noise's conditional spread widens, which a shift does not follow
+    (``docs/benchmarks/sampling-studies.md``).
     """
 
     #: The variables a ridge can follow: the grid's axes 1, 2 and 3 (axis 0 is the radius).
@@ -370,6 +371,45 @@ class Ridge(Hermite):
         np.add.at(probabilities, left, (1.0 - share) * self._joint)
         np.add.at(probabilities, left + 1, share * self._joint)
         return residual.min() + step * np.arange(probabilities.size), probabilities
+
+
+class OnRidge(Transform):
+    r"""A scale :math:`\theta` sampled relative to its ridge given the radius:
+    :math:`\theta = e^{m(\log r)}\, \theta_\mathrm{rel}` with :math:`\theta_\mathrm{rel}` =
+    ``inner.backward(v)`` of the sampled coordinate :math:`v` (a :class:`CenteredLog` or
+    :class:`QuantileLog` of :math:`\theta_\mathrm{rel}`).
+
+    The model keeps :math:`\theta` and its prior: the radius reaches the transform as an input
+    of :math:`\theta`'s distribution (which does not depend on it), so no helper variable
+    appears in the model or its trace. The Jacobian is triangular (the radius's coordinate does
+    not depend on :math:`v`): :math:`\log|\partial\theta/\partial v| = m(\log r) +
+    \log|\partial\theta_\mathrm{rel}/\partial v|`. Call :meth:`bind` with the radius
+    before creating the variable.
+    """
+
+    name = "ridge"
+
+    def __init__(self, ridge: Ridge, inner: Transform):
+        self.ridge, self.inner = ridge, inner
+        self._radius, self._position = None, None
+
+    def bind(self, radius) -> None:
+        """The radius variable the variable's distribution will take as an input."""
+        self._radius, self._position = radius, None
+
+    def _shift(self, inputs):
+        if self._position is None:  # the first call, at the variable's creation, finds it
+            self._position = next(i for i, x in enumerate(inputs) if x is self._radius)
+        return self.ridge(pt.log(inputs[self._position]))[0]
+
+    def forward(self, value, *inputs):
+        return self.inner.forward(value * pt.exp(-self._shift(inputs)))
+
+    def backward(self, value, *inputs):
+        return pt.exp(self._shift(inputs)) * self.inner.backward(value)
+
+    def log_jac_det(self, value, *inputs):
+        return self._shift(inputs) + self.inner.log_jac_det(value)
 
 
 def below_cutoff(log_scale: CenteredLog, cutoff: float) -> ChainedTransform:

@@ -42,7 +42,7 @@ from pymc.logprob.transforms import ChainedTransform
 from pymc.model.transform.conditioning import change_value_transforms
 from threadpoolctl import threadpool_limits
 
-from pymc_sle.inference.priors import MIN_BASIN_MASS, Basin, SLEPriors
+from pymc_sle.inference.priors import DEFAULT_POLICY, Basin, SLEPriors
 
 __all__ = ["basin_diagnostics", "basin_models", "sample_basins"]
 
@@ -148,7 +148,10 @@ def _restricted(model: pm.Model, name: str, interval, start: dict[str, float]) -
 
 
 def basin_models(
-    priors: SLEPriors, *, min_mass: float = MIN_BASIN_MASS, model: pm.Model | None = None
+    priors: SLEPriors,
+    *,
+    min_mass: float = DEFAULT_POLICY.min_basin_mass,
+    model: pm.Model | None = None,
 ) -> list[tuple[Basin | None, pm.Model]]:
     """The model :func:`~pymc_sle.inference.sample_basins` samples for each radius basin.
 
@@ -216,7 +219,7 @@ def sample_basins(
     tune: int = 1000,
     chains: int = 4,
     target_accept: float | None = None,
-    min_mass: float = MIN_BASIN_MASS,
+    min_mass: float = DEFAULT_POLICY.min_basin_mass,
     random_seed: int | None = None,
     model: pm.Model | None = None,
     **sample_kwargs,
@@ -248,7 +251,7 @@ def sample_basins(
         and ``BASINS_TARGET_ACCEPT`` (0.95) with several, whose chains sample ``eta`` and
         ``sigma`` on centred log scales (:doc:`/hyperposterior`). Raise it to 0.95 when a
         one-basin fit reports divergences.
-    min_mass : float, default ``MIN_BASIN_MASS`` (0.005)
+    min_mass : float, default ``DEFAULT_POLICY.min_basin_mass`` (0.005)
         Basins with less posterior mass are not sampled: they lie in the interval of a sampled
         neighbour, whose weight includes their mass. Each sampled basin costs a run of
         ``chains`` chains.

@@ -26,55 +26,54 @@ are and how much mass each holds (:meth:`GridPosterior.radius_modes`).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
-from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from scipy import special
 
-from pymc_sle.inference._bounds import lognormal_between, suggest_bounds, training_block
+from pymc_sle.inference._bounds import (
+    SLEBounds,
+    lognormal_between,
+    suggest_bounds,
+    training_block,
+)
 from pymc_sle.inference._spectrum import eigenvalues_and_coordinates
 from pymc_sle.kernels._embedding import embedding_distances
 from pymc_sle.kernels._inner import kernel_of_squared_distance, resolve_inner
 
-__all__ = ["GridPosterior", "RadiusMode", "grid_posterior"]
+__all__ = ["Basin", "GridPosterior", "grid_posterior"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 #: Added to the covariance's diagonal, as ``pm.gp.Marginal`` does.
 _JITTER = 1e-6
-#: Inside :func:`reused_spectra`, each ``(radius, ls)`` cell's eigenvalues and coordinates of
-#: ``y``, by the cell's values; outside it, ``None``.
-_SPECTRA: ContextVar[dict | None] = ContextVar("_SPECTRA", default=None)
-
-
-@contextlib.contextmanager
-def reused_spectra():
-    """Within it, :func:`grid_posterior` decomposes each ``(radius, ls)`` cell's Gram once: a
-    later pass with a cell of the same values reuses its eigenvalues and coordinates of ``y``.
-    For passes over the *same* distances, rows, ``y``, landmarks and inner kernel only (cells
-    are known by their values alone): ``sle_priors``' pass that weighs several basins on finer
-    ``eta`` and ``sigma`` cells has the fine pass's radius and length-scale axes, and so
-    decomposes nothing again."""
-    token = _SPECTRA.set({})
-    try:
-        yield
-    finally:
-        _SPECTRA.reset(token)
 
 
 @dataclass(frozen=True)
-class RadiusMode:
-    """One basin of the radius's marginal posterior: its peak and its probability mass."""
+class Basin:
+    """A basin of the radius's marginal posterior: its peak, its probability mass and its extent
+    on the grid (:meth:`pymc_sle.inference.GridPosterior.radius_modes`).
+
+    Attributes
+    ----------
+    radius, low, high : float
+        The basin's peak and its first and last grid radius.
+    mass : float
+        Its posterior probability on the grid.
+    start : dict
+        Where chains sampling this basin start, keyed by the model's variable names
+        (``pm.sample(initvals=...)``); filled in by :func:`~pymc_sle.inference.priors.sle_priors`,
+        empty on a basin straight from a grid.
+    """
 
     radius: float
     mass: float
     low: float
     high: float
+    start: dict[str, float] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ class GridPosterior:
     def mode(self, radius_range: tuple[float, float] | None = None) -> dict[str, float]:
         """The grid point of highest posterior density, ``{"radius", "ls", "eta", "sigma"}``;
         with ``radius_range=(low, high)``, the highest among radii in ``[low, high]`` (e.g. a
-        :class:`RadiusMode`'s basin)."""
+        :class:`~pymc_sle.inference.priors.Basin`)."""
         density = self.log_density
         if radius_range is not None:
             inside = (self.radius >= radius_range[0]) & (self.radius <= radius_range[1])
@@ -147,7 +146,7 @@ class GridPosterior:
         return {name: float(axis[i]) for (name, axis), i in zip(axes.items(), cell, strict=True)}
 
     def mass_range(
-        self, name: str, tail: float = 1e-4, basins: list[RadiusMode] | None = None
+        self, name: str, tail: float = 1e-4, basins: list[Basin] | None = None
     ) -> tuple[float, float]:
         """The range of axis ``name`` holding all but ``tail`` of the marginal's mass (half of it
         either side), widened by one grid cell either side: where a finer grid should look. With
@@ -174,7 +173,7 @@ class GridPosterior:
         mean = float(p @ log_axis)
         return float(np.sqrt(max(p @ (log_axis - mean) ** 2, 0.0)))
 
-    def radius_modes(self, min_mass: float = 0.01, barrier: float = 0.0) -> list[RadiusMode]:
+    def radius_modes(self, min_mass: float = 0.01, barrier: float = 0.0) -> list[Basin]:
         """The basins of the radius's marginal posterior holding at least ``min_mass``.
 
         A basin runs between two local minima of the marginal density; its mode is its highest
@@ -203,7 +202,7 @@ class GridPosterior:
             if mass >= min_mass:
                 peak = start + int(np.argmax(density[start:stop]))
                 modes.append(
-                    RadiusMode(
+                    Basin(
                         float(self.radius[peak]),
                         mass,
                         float(self.radius[start]),
@@ -325,8 +324,49 @@ def grid_posterior(
         raise ValueError(f"`width` must be a positive number, but got {width!r}")
     bounds = suggest_bounds(distances, rows, y, landmarks=landmarks)
     D, rows, landmarks = training_block(distances, rows, landmarks)
-    block = D.values[np.ix_(rows, landmarks)]
-    y = np.asarray(y, dtype=float)
+    return grid_on_block(
+        D.values[np.ix_(rows, landmarks)],
+        np.asarray(y, dtype=float),
+        bounds,
+        inner=inner,
+        inner_kwargs=inner_kwargs,
+        mass=mass,
+        n_radius=n_radius,
+        n_ls=n_ls,
+        n_scale=n_scale,
+        width=width,
+        radius=radius,
+        ls=ls,
+        eta=eta,
+        sigma=sigma,
+        radius_max=radius_max,
+    )
+
+
+def grid_on_block(
+    block: np.ndarray,
+    y: np.ndarray,
+    bounds: SLEBounds,
+    *,
+    inner,
+    inner_kwargs,
+    mass: float,
+    n_radius: int = 40,
+    n_ls: int = 40,
+    n_scale: int = 32,
+    width: float = 3.3,
+    radius=None,
+    ls=None,
+    eta=None,
+    sigma=None,
+    radius_max: float | None = None,
+    spectra: dict | None = None,
+) -> GridPosterior:
+    """:func:`grid_posterior` on the training points' distances to the landmarks, ``block``,
+    with the bounds already computed. ``spectra``, if given, maps each ``(radius, ls)`` cell's
+    values to its eigenvalues and coordinates of ``y``, and is filled in: a later pass over
+    cells of the same values decomposes nothing again. Its owner keeps it to one ``block``,
+    ``y`` and inner kernel (:class:`pymc_sle.inference._search.SearchProblem`)."""
     scale = float(np.std(y))
     radius_prior = lognormal_between(*bounds.radius, mass)
     ls_prior = lognormal_between(*bounds.ls, mass)
@@ -344,7 +384,6 @@ def grid_posterior(
             )
         radius = np.geomspace(radius[0], radius_max, radius.size)
     ls = _log_normal_axis(ls_prior, n_ls, width) if ls is None else _explicit_axis("ls", ls)
-    n_radius, n_ls = radius.size, ls.size
     eta, sigma = (
         np.geomspace(1e-3 * scale, 3.0 * scale, n_scale)
         if axis is None
@@ -363,8 +402,7 @@ def grid_posterior(
     eta2, sigma2 = eta[:, None, None] ** 2, sigma[None, :, None] ** 2 + _JITTER
     kernel = _kernel_function(inner, inner_kwargs)
     n = y.size
-    log_density = np.empty((n_radius, n_ls, eta.size, sigma.size))
-    spectra = _SPECTRA.get()
+    log_density = np.empty((radius.size, ls.size, eta.size, sigma.size))
     for i, r in enumerate(radius):
         squared = None
         for j, length in enumerate(ls):

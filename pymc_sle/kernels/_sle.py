@@ -197,6 +197,8 @@ class SLE(LandmarkCovariance):
     True
     """
 
+    _reads_sparse_distances = True
+
     def __init__(
         self,
         distances: DistanceMatrix | np.ndarray | None = None,
@@ -289,8 +291,6 @@ class SLE(LandmarkCovariance):
         if isinstance(radius, Variable):
             return constant_upper_bound(radius)
         return None
-
-    _reads_sparse_distances = True
 
     def sparse_to_landmarks(self, X, name: str = "X") -> SparseDistanceMatrix:
         """The distances from the points of a fixed ``X`` to the landmarks, ``(n, m)``, stored
