@@ -9,7 +9,8 @@ is explained in :doc:`/hyperposterior`, and measured in :doc:`/benchmarks/sampli
   is small enough), or, across basins behind deep dips, on a log scale centred at the coarse
   grid's mode: there the quantile scale squeezes each dip into a short, deep trench where
   leapfrog steps diverge (strings, split 2: r-hat 1.61, 122 divergences; centred log with
-  nutpie: r-hat 1.008);
+  nutpie: r-hat 1.008; centred on the fine grid's mode instead: 1.056; a quantile scale per
+  basin: 218 divergences);
 - ``ls`` relative to its ridge given the radius (:class:`~pymc_sle.inference._transforms.OnRidge`),
   which holds across basins (strings split 2: 2 divergences to 0); ``eta`` and ``sigma`` too
   where the radius is on its quantile scale and ``scale_ridges`` is set, on floored ridges;
