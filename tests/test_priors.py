@@ -220,13 +220,35 @@ def test_covariance_is_the_sle_the_priors_were_searched_for(start, inner):
             by_hand(train[:, None]),
             priors.covariance(feature_mode=True)(features),
         ]
-        other = pymc_sle.SLE(D, landmarks=landmarks, radius=priors["radius"], ls=priors["ls"])
+        other = pymc_sle.SLE(
+            D, landmarks=landmarks, radius=priors["radius"], ls=priors["ls"], inner=inner
+        )
         values = pm.draw([*built, other(train[:, None])], random_seed=3)
     np.testing.assert_allclose(values[0], values[1], rtol=1e-12)
     np.testing.assert_allclose(values[2], values[1], rtol=1e-12)
-    assert not np.allclose(values[0], values[3])  # another inner kernel (or no eta) differs
+    assert not np.allclose(values[0], values[3])  # without eta it differs
     assert priors.kernel["inner"] == inner
     np.testing.assert_array_equal(priors.kernel["landmarks"], landmarks)
+
+
+@pytest.mark.parametrize("start", ["prior", "mode"])
+def test_an_sle_with_another_inner_kernel_than_the_search_is_refused(start):
+    """The grid searched one kernel's posterior: a radius from it in an SLE with another inner
+    kernel is an error naming both, not a model sampled from another model's scales."""
+    D, y = _line()
+    rows = np.arange(y.size)
+    with pm.Model():
+        priors = sle_priors(D, rows, y, inner="matern52", start=start)
+        pymc_sle.SLE(D, radius=priors["radius"], ls=priors["ls"], inner="matern52")  # the same
+        message = (
+            r"`inner` must be the kernel sle_priors searched for this radius \(Matern52\), "
+            r"but got Matern32: pass the same `inner` to sle_priors"
+        )
+        with pytest.raises(ValueError, match=message):
+            pymc_sle.SLE(D, radius=priors["radius"], ls=priors["ls"])  # the default inner
+        with pytest.raises(ValueError, match="but got ExpQuad"):
+            pymc_sle.SLE(D, radius=priors["radius"], ls=priors["ls"], inner=pm.gp.cov.ExpQuad)
+        pymc_sle.SLE(D, radius=2 * priors["radius"], ls=priors["ls"])  # your own radius: free
 
 
 def test_covariance_passes_sle_options_and_refuses_what_the_priors_fix():

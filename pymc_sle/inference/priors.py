@@ -36,6 +36,7 @@ from pymc_sle.inference._bounds import (
 from pymc_sle.inference._plan import ReparamPlan, plan
 from pymc_sle.inference._search import DEFAULT_POLICY, SearchPolicy, SearchProblem, search
 from pymc_sle.inference.grid import Basin
+from pymc_sle.kernels._inner import resolve_inner
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -88,6 +89,10 @@ class SLEPriors(dict):
         #: What the search assumed of the kernel: ``distances``, ``landmarks`` (column indices),
         #: ``inner`` and ``inner_kwargs`` (``None`` when built by hand).
         self.kernel = None if kernel is None else dict(kernel)
+        if self.kernel is not None and "radius" in self:
+            # an SLE given this radius checks it has the inner kernel the grid searched
+            searched = resolve_inner(self.kernel["inner"], self.kernel["inner_kwargs"])
+            self["radius"].tag.searched_inner = (type(searched), self.kernel["inner_kwargs"] or {})
 
     def covariance(self, *, feature_mode: bool = False, **sle_kwargs):
         """``eta**2 * SLE(...)`` with these priors' radius and length scale, on the distances,

@@ -74,6 +74,23 @@ def _is_random(value) -> bool:
     return isinstance(value, Variable) and constant_value(value) is None
 
 
+def _check_searched_inner(radius, inner: type, inner_kwargs: dict) -> None:
+    """Refuse a radius from :func:`~pymc_sle.inference.priors.sle_priors` in an SLE whose inner
+    kernel is not the one its grid searched: the priors' scales, start and basins would be
+    another model's (on Teddy, a Matérn-3/2 grid for a Matérn-5/2 model put 61 % of the mass in
+    the basin holding 2.5 %)."""
+    searched = getattr(getattr(radius, "tag", None), "searched_inner", None)
+    if searched is None or searched == (inner, inner_kwargs):
+        return
+    cls, kwargs = searched
+    raise ValueError(
+        f"`inner` must be the kernel sle_priors searched for this radius ({cls.__name__}"
+        f"{f', inner_kwargs={kwargs}' if kwargs else ''}), but got {inner.__name__}"
+        f"{f', inner_kwargs={inner_kwargs}' if inner_kwargs else ''}: pass the same `inner` to "
+        "sle_priors, or build the kernel with priors.covariance()"
+    )
+
+
 class SLE(LandmarkCovariance):
     r"""Sparse Landmark Embedding covariance: a PSD kernel from any distance.
 
@@ -224,6 +241,7 @@ class SLE(LandmarkCovariance):
             input_dim=input_dim,
             active_dims=active_dims,
         )
+        _check_searched_inner(radius, type(self.inner), inner_kwargs or {})
         m = self.n_landmarks
         params = {
             "radius": check_positive_parameter("radius", radius, m),
