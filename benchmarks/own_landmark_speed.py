@@ -35,7 +35,7 @@ import arviz as az
 import numpy as np
 import pymc as pm
 
-from benchmarks.nuts_convergence import BENCHMARKS, add_data_arguments, sle_model
+from benchmarks.nuts_data import BENCHMARKS, add_data_arguments, sle_model
 from benchmarks.studies.common import markdown_rows, write_json
 from pymc_sle.evaluation import new_points
 

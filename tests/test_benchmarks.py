@@ -176,7 +176,7 @@ def test_studies_refuse_a_malformed_fit_entry(entry, capsys):
     """``--fits`` of the studies that sample the benchmark's splits again."""
     import argparse
 
-    from benchmarks.nuts_convergence import add_fit_arguments, requested_fits
+    from benchmarks.nuts_data import add_fit_arguments, requested_fits
 
     p = argparse.ArgumentParser()
     add_fit_arguments(p, "saxs:2")
@@ -185,22 +185,6 @@ def test_studies_refuse_a_malformed_fit_entry(entry, capsys):
         requested_fits(p, args.fits)
     assert "--fits entries must be benchmark:split with a benchmark in" in capsys.readouterr().err
     assert requested_fits(p, ["strings:2", "saxs:0"]) == [("strings", 2), ("saxs", 0)]
-
-
-def test_nuts_convergence_fills_columns_added_after_a_row_was_written():
-    from benchmarks.nuts_convergence import _with_new_columns
-
-    old = {"model": "SLE", "wall_s": "100.0", "setup_s": "10.0", "sampling_s": "60.0"}
-    row = _with_new_columns(old)
-    assert row["predict_s"] == pytest.approx(30.0)  # what the wall held besides the two
-    assert np.isnan(float(row["steps_per_draw"])) and row["basins"] == 1
-    assert row["sampled_as"] == "centred log"
-    assert row["truncated_mass"] == 0.0  # no cap before the column
-    assert row["scales"] == ""  # not recorded before the column
-    assert row["basin_rule"] == "dips > 3 nats, mass >= 1 %"  # the rule before the column
-    assert row["prediction"] == "conditional" and np.isnan(float(row["pareto_k_max"]))
-    assert row["target_accept"] == 0.9  # every fit before the column ran at 0.9
-    assert _with_new_columns({**old, "model": "baseline"})["basin_rule"] == ""
 
 
 def test_nuts_convergence_runs_only_the_splits_asked_for(tmp_path, distance_cache):
@@ -220,14 +204,15 @@ def test_nuts_convergence_rejects_splits_it_does_not_have(tmp_path, capsys):
 
 
 def test_nuts_convergence_targets_report_each_figure():
-    from benchmarks.nuts_convergence import (
-        BASIN_RULE,
-        PREVIOUS_BASIN_RULE,
-        SAMPLED_AS,
-        _with_new_columns,
-        aggregate,
-        targets,
-    )
+    from benchmarks._nuts_summary import targets as check
+    from benchmarks.nuts_convergence import BASIN_RULE, FULL_NUTS, SAMPLED_AS, is_current
+    from benchmarks.nuts_convergence import aggregate as summary_of
+
+    def aggregate(rows):  # what summarise does: the current default's fits only
+        return summary_of([r for r in rows if is_current(r)])
+
+    def targets(summary, n_splits):
+        return check(summary, n_splits, FULL_NUTS)
 
     def row(split, r_hat, picp, divergences=0, sampled_as=SAMPLED_AS):
         return {"benchmark": "teddy_400", "split": split, "model": "SLE", "spec": "SLE",
@@ -244,18 +229,10 @@ def test_nuts_convergence_targets_report_each_figure():
                 "r_hat_var": "sigma", "ess_bulk_var": "radius", "prediction": "own landmark",
                 "pareto_k_max": 0.5}  # fmt: skip
 
-    # A fit of the first defaults, from a file written before the column existed: kept as a
-    # record, apart, and not checked against the targets.
-    old = _with_new_columns(
-        {
-            k: v
-            for k, v in row(0, 1.5, 0.5).items()
-            if k not in ("sampled_as", "basin_rule", "prediction", "pareto_k_max")
-        }
-    )
-    assert old["sampled_as"] == "centred log"
+    # A fit of an earlier default is not shown, nor checked against the targets.
+    old = {**row(0, 1.5, 0.5), "sampled_as": "centred log"}
     summary = aggregate([old, row(0, 1.004, 0.95), row(1, 1.02, 0.93, divergences=2)])
-    assert [s["sampled_as"] for s in summary] == [SAMPLED_AS, "centred log"]
+    assert [s["splits"] for s in summary] == [2]
     assert summary[0]["r_hat_max"] == 1.02 and summary[0]["picp_range"] == (0.93, 0.95)
     status = {c["target"]: (c["value"], c["status"]) for c in targets(summary, n_splits=3)}
     assert status["r-hat <= 1.01"] == ("1.020", "missed (2 of 3 splits)")
@@ -268,9 +245,6 @@ def test_nuts_convergence_targets_report_each_figure():
     reason = {c["target"]: c["reason"] for c in targets(summary, n_splits=3)}
     assert reason["min bulk ESS >= 400"] == "-"
     assert reason["r-hat <= 1.01"] == "split 1, on `sigma`"  # the split with r-hat 1.02
-    unnamed = aggregate([{**row(2, 1.03, 0.95), "r_hat_var": ""}])  # a fit from before
-    reason = {c["target"]: c["reason"] for c in targets(unnamed, n_splits=1)}
-    assert reason["r-hat <= 1.01"].startswith("split 2 (no variable recorded")
     reason = {c["target"]: c["reason"] for c in targets(summary, n_splits=3)}
     assert reason["0 divergences"] == (
         "1 of the 2 recorded left from the small-radius wall (u < -3), the other from u = 0.25"
@@ -281,7 +255,8 @@ def test_nuts_convergence_targets_report_each_figure():
     # Each target also gives the baseline's figure on the benchmark, when it was run.
     assert {c["baseline"] for c in targets(summary, n_splits=3)} == {"-"}
     baseline = {**row(0, 1.002, 0.9, divergences=3), "model": "baseline",
-                "spec": "Geometric Matern", "sampled_as": "", "basin_rule": ""}  # fmt: skip
+                "spec": "Geometric Matern", "sampled_as": "", "basin_rule": "",
+                "prediction": "conditional"}  # fmt: skip
     summary = aggregate([row(0, 1.004, 0.95), baseline])
     of_baseline = {c["target"]: c["baseline"] for c in targets(summary, n_splits=3)}
     assert of_baseline["0 divergences"] == "3 (Geometric Matern, 1 split)"
@@ -298,28 +273,22 @@ def test_nuts_convergence_targets_report_each_figure():
     three = aggregate([row(0, 1.004, 0.95, divergences=3)])
     divergences = next(c for c in targets(three, n_splits=1) if c["target"] == "0 divergences")
     assert divergences["reason"].endswith("(u < -3), the others from u in [0.25, 1.50]")
-    # Divergences of fits run before the records were kept are counted as such.
+    # Divergences without a record (several basins) are counted as such.
     unrecorded = {**row(0, 1.004, 0.95, divergences=3), "divergences_recorded": float("nan")}
     summary = aggregate([unrecorded, row(1, 1.004, 0.95, divergences=2)])
     divergences = next(c for c in targets(summary, n_splits=2) if c["target"] == "0 divergences")
     assert divergences["reason"] == (
         "1 of the 2 recorded left from the small-radius wall (u < -3), the other from u = 0.25; "
-        "3 not recorded (several basins, or fits run before the records were kept)"
+        "3 not recorded (several basins)"
     )
-    # nutpie's fits are checked with the mass matrix sample_basins gives it, not the diagonal one.
-    nutpie = [{**row(0, 1.001, 0.95), "sampler": "nutpie", "mass_matrix": mass}
-              for mass in ("diagonal", "low-rank")]  # fmt: skip
-    nutpie[0].update(r_hat_max=1.3)
-    summary = aggregate(nutpie)
-    assert [s["mass_matrix"] for s in summary] == ["low-rank", "diagonal"]
-    checked = [c for c in targets(summary, n_splits=1) if c["target"] == "r-hat <= 1.01"]
+    # nutpie's fits are checked with the mass matrix sample_basins gives it, not the diagonal
+    # one, and under the current basin rule.
+    nutpie = [{**row(0, 1.001, 0.95), "sampler": "nutpie", "mass_matrix": "low-rank"},
+              {**row(0, 1.3, 0.95), "sampler": "nutpie", "mass_matrix": "diagonal"},
+              {**row(0, 1.3, 0.95), "sampler": "nutpie", "mass_matrix": "low-rank",
+               "basin_rule": "dips > 3 nats, mass >= 1 %"}]  # fmt: skip
+    checked = [c for c in targets(aggregate(nutpie), n_splits=1) if c["target"] == "r-hat <= 1.01"]
     assert [(c["where"], c["value"]) for c in checked] == [("teddy_400 / nutpie", "1.001")]
-    # ... and under the current basin rule: a fit of the earlier one is a record, listed after.
-    earlier = {**row(0, 1.3, 0.95), "basin_rule": PREVIOUS_BASIN_RULE}
-    summary = aggregate([earlier, row(0, 1.001, 0.95)])
-    assert [s["basin_rule"] for s in summary] == [BASIN_RULE, PREVIOUS_BASIN_RULE]
-    checked = [c for c in targets(summary, n_splits=1) if c["target"] == "r-hat <= 1.01"]
-    assert [c["value"] for c in checked] == ["1.001"]
 
 
 def test_nuts_teddy_benchmark_quick(tmp_path, icosphere_obj):

@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 from conftest import run_module
 
-from benchmarks.nuts_convergence import BASIN_RULE
-
 
 @pytest.fixture
 def run_study(tmp_path, distance_cache):
@@ -139,8 +137,9 @@ def test_example_mixing_quick(run_study):
         assert fit["r_hat_max"] > 0.9 and fit["ess_bulk_min"] > 0 and fit["wall_s"] > 0
         assert fit["sampled_radius_as"] in ("quantile u", "log radius")
         assert fit["share_u_below_wall"] is None or 0 <= fit["share_u_below_wall"] <= 1
-        assert fit["noise_prior"] == "HalfNormal(std y)" and fit["target_accept"] == 0.9
-        assert fit["basin_rule"] == BASIN_RULE and fit["basins"] >= 1
+        assert fit["target_accept"] == 0.9 and fit["basins"] >= 1
+        scales = dict(part.split(": ") for part in fit["scales"].split("; "))
+        assert set(scales) == {"radius", "ls", "eta", "sigma"}
         assert 0 < fit["sigma_q05"] <= fit["sigma_median"]
 
 
@@ -243,7 +242,7 @@ def test_extra_landmarks_are_unused_points_and_bounded_by_them():
 def test_calibration_candidates_reject_a_candidate_that_changes_nothing(sphere):
     from types import SimpleNamespace
 
-    from benchmarks.nuts_convergence import BENCHMARKS
+    from benchmarks.nuts_data import BENCHMARKS
     from benchmarks.studies.calibration_candidates import fit
 
     bench = BENCHMARKS["teddy_200"](True, SimpleNamespace(mesh=sphere))
@@ -280,126 +279,3 @@ def test_radius_divergence_starts_reads_u_and_skips_pooled_basins():
     found = radius_divergence_starts(idata(["eta_log__", "radius_quantilelog__"]), model, priors)
     np.testing.assert_array_equal(found, [1.0, 11.0])
     assert radius_divergence_starts(idata(["eta_log__", "radius_chain__"]), model, priors) is None
-
-
-def test_picp_spread_quick(run_study, sphere):
-    out = run_study("picp_spread", "--mesh", sphere)
-    stats = json.loads((out / "picp_spread.json").read_text())
-    assert stats["settings"]["splits"] == 1 and stats["settings"]["draws"] == 200
-    for name in ("teddy_200", "teddy_400"):
-        result = stats[name]
-        assert result["n_test"] == 60 and result["n_train"] == 30
-        (split,) = result["splits"]
-        assert split["sle"] is None  # the committed benchmark has no fit at the quick size
-        assert 0.0 <= split["oracle"] <= 1.0
-        assert split["p_in_band"] + split["p_below"] + split["p_above"] == pytest.approx(1.0)
-        assert result["p_all_splits_in_band"] <= split["p_in_band"]
-        assert stats["p_all_in_band"] <= result["p_all_splits_in_band"]
-        # every test value falls in its exact 95 % interval with probability 0.95 under the
-        # generator, so the redraws' mean PICP is 0.95 up to Monte Carlo error
-        assert split["redraw_mean"] == pytest.approx(0.95, abs=0.01)
-
-
-def test_picp_spread_oracle_of_independent_values_is_the_prior():
-    """Under a diagonal covariance the training values say nothing about the test values: the
-    predictive is the prior, mean 0 and variance ``s**2 + noise**2``."""
-    from benchmarks.studies.picp_spread import oracle, picp, tail_probability
-
-    cov = 4.0 * np.eye(6)
-    weights, sd = oracle(cov, np.array([0, 2, 4]), np.array([1, 3, 5]), noise_sd=1.5)
-    np.testing.assert_allclose(weights, 0.0)
-    np.testing.assert_allclose(sd, np.sqrt(4.0 + 1.5**2))
-    half = 1.959964 * sd[0]
-    inside_outside = np.array([0.0, half * 0.999, half * 1.001])
-    assert picp(inside_outside, np.zeros(3), sd) == pytest.approx(2 / 3)
-    redraws = np.array([0.90, 0.93, 0.95, 0.99])
-    assert tail_probability(redraws, 0.91) == 0.25  # below the band: as little or less
-    assert tail_probability(redraws, 0.98) == 0.25  # above it: as much or more
-    assert np.isnan(tail_probability(redraws, 0.95))
-
-
-def test_loo_calibration_quick(run_study):
-    out = run_study("loo_calibration")
-    table = rows(out / "loo_calibration.csv")
-    fits = [(r["benchmark"], r["model"]) for r in table]
-    assert fits == [("one_d", "SLE"), ("one_d", "baseline")]
-    for r in table:
-        assert 0.0 <= float(r["loo_coverage"]) <= 1.0 and 0.0 <= float(r["test_picp"]) <= 1.0
-        assert np.isfinite(float(r["elpd_loo_per_point"]))
-    summary = json.loads((out / "loo_calibration.json").read_text())["summary"]
-    assert summary["SLE"]["fits"] == summary["baseline"]["fits"] == 1
-
-
-def test_landmark_choice_quick(run_study):
-    out = run_study("landmark_choice")
-    table = rows(out / "landmark_choice.csv")
-    assert [(r["landmarks"], int(r["n_landmarks"])) for r in table] == [
-        ("all training", 20), ("m training", 12), ("m unused", 12)
-    ]  # fmt: skip
-    for r in table:
-        assert 0.0 <= float(r["loo_coverage"]) <= 1.0 and 0.0 <= float(r["test_picp"]) <= 1.0
-        assert float(r["radius_median"]) > 0.0 and float(r["divergences"]) >= 0.0
-    summary = json.loads((out / "landmark_choice.json").read_text())["summary"]
-    assert sorted(summary) == ["one_d, all training", "one_d, m training", "one_d, m unused"]
-
-
-def test_inner_choice_quick(run_study):
-    out = run_study("inner_choice")
-    table = rows(out / "inner_choice.csv")
-    assert [r["inner"] for r in table] == ["matern12", "matern32", "matern52"]
-    assert {r["default_inner"] for r in table} == {"matern32"}  # the 1-D benchmark's own
-    for r in table:
-        assert 0.0 <= float(r["loo_coverage_dropped"]) <= 1.0
-        assert 0.0 <= float(r["test_picp"]) <= 1.0 and 0.0 <= float(r["own_picp"]) <= 1.0
-        assert np.isfinite(float(r["loo_elpd_dropped"])) and float(r["ls_median"]) > 0.0
-        assert np.isfinite(float(r["own_nlpd"])) and np.isfinite(float(r["own_pareto_k_max"]))
-    choice = json.loads((out / "inner_choice.json").read_text())["loo_choices"]
-    chosen = max(table, key=lambda r: float(r["loo_elpd_dropped"]))["inner"]
-    best, best_own = (min(table, key=lambda r: float(r[k]))["inner"] for k in ("nlpd", "own_nlpd"))
-    assert choice == [dict(benchmark="one_d", split=0, chosen=chosen, default="matern32",
-                           best_nlpd=best, best_own_nlpd=best_own)]  # fmt: skip
-
-
-def test_new_point_prediction_quick(run_study):
-    out = run_study("new_point_prediction")
-    (row,) = rows(out / "new_point_prediction.csv")
-    assert (row["benchmark"], row["split"], row["model"]) == ("one_d", "0", "README recipe")
-    for prediction in ("conditional", "own"):
-        assert 0.0 <= float(row[f"picp_{prediction}"]) <= 1.0
-        assert np.isfinite(float(row[f"nlpd_{prediction}"]))
-        assert float(row[f"rmse_{prediction}"]) > 0.0
-    assert row["nlpd_conditional"] != row["nlpd_own"]  # two predictives, not one twice
-    summary = json.loads((out / "new_point_prediction.json").read_text())["summary"]
-    assert summary["one_d"]["fits"] == 1
-
-
-@pytest.mark.parametrize("only", [None, [1], [0, 2]])
-def test_benchmark_jobs_fit_the_selected_splits(only):
-    from argparse import Namespace
-
-    from benchmarks.studies.loo_calibration import benchmark_jobs
-
-    args = Namespace(quick=True, only_splits=only)
-    jobs = [(b.name, c.trial.draw, v) for b, c, v in benchmark_jobs(["one_d"], 3, "ab", args)]
-    splits = only or [0, 1, 2]
-    assert jobs == [("one_d", s, v) for s in splits for v in "ab"]
-
-
-def test_landmark_sets_are_the_training_points_a_subset_or_unused_points():
-    from argparse import Namespace
-
-    from benchmarks import nuts_convergence
-    from benchmarks.studies.landmark_choice import landmark_columns
-
-    bench = nuts_convergence.BENCHMARKS["one_d"](True, Namespace())
-    ctx = bench.contexts(1)[0]
-    train = ctx.points[: ctx.n_train]
-    np.testing.assert_array_equal(landmark_columns(bench, ctx, "all training"), train)
-    subset = landmark_columns(bench, ctx, "m training")
-    assert subset.size == 12 and np.isin(subset, train).all()
-    unused = landmark_columns(bench, ctx, "m unused")
-    assert unused.size == 12 and not np.isin(unused, ctx.points).any()
-    assert np.isin(unused, bench.problem.pool).all()
-    np.testing.assert_array_equal(unused, landmark_columns(bench, ctx, "m unused"))  # seeded
-    with pytest.raises(ValueError, match="`which` must be one of"):
-        landmark_columns(bench, ctx, "half")

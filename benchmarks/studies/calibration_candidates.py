@@ -50,7 +50,7 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
-from benchmarks import nuts_convergence
+from benchmarks import nuts_data
 from benchmarks._paths import SHARED_DATA
 from benchmarks.paper.models import build
 from benchmarks.studies.common import (
@@ -262,9 +262,9 @@ def main(argv=None) -> None:
     if args.summary_only:
         summarise(json.loads(path.read_text()), args.out)
         return
-    n_splits, starts = (1, 2) if args.quick else (nuts_convergence.N_SPLITS, 16)
+    n_splits, starts = (1, 2) if args.quick else (nuts_data.N_SPLITS, 16)
     names = list(BENCHMARKS)[:1] if args.quick else BENCHMARKS  # Teddy runs every code path
-    benches = {name: nuts_convergence.BENCHMARKS[name](args.quick, args) for name in names}
+    benches = {name: nuts_data.BENCHMARKS[name](args.quick, args) for name in names}
     tasks = [
         (bench, candidate.name)
         for name, bench in benches.items()

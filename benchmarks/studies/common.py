@@ -8,7 +8,6 @@ study's Teddy, SAXS or 1-D data are exactly the reproduction's.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
 
@@ -36,55 +35,6 @@ def parser(description: str, *, draws: int | None = None) -> argparse.ArgumentPa
     if draws is not None:
         p.add_argument("--draws", type=int, default=draws, help="random draws per setting")
     return p
-
-
-def read_fit_rows(path: Path, columns: list[str], *, text: int) -> list[dict]:
-    """The rows a resumable study has written to ``path`` (none if absent): its first ``text``
-    ``columns`` as written, except ``split`` as an int, the rest as floats."""
-    if not path.exists():
-        return []
-    with open(path, newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    for row in rows:
-        row["split"] = int(row["split"])
-        for key in columns[text:]:
-            row[key] = float(row[key])
-    return rows
-
-
-def read_saved_fits(path: Path, quick: bool) -> list[dict]:
-    """The ``fits`` a resumable study saved as JSON at ``path`` with the same ``quick`` flag (none
-    otherwise: a quick run never mixes with full fits, nor the other way round)."""
-    saved = json.loads(path.read_text()) if path.exists() else {}
-    return saved["fits"] if saved.get("quick") == quick else []
-
-
-def write_fit_rows(path: Path, rows: list[dict], columns: list[str]) -> None:
-    """Write every row so far, so a stopped study resumes from ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def run_resumable(path: Path, columns: list[str], *, text: int, variant: str, jobs, fit, refit,
-                  report) -> list[dict]:  # fmt: skip
-    """Every row of a resumable study: ``fit(bench, ctx, value)`` for each job of ``jobs`` whose
-    row -- keyed by benchmark, split and the ``variant`` column -- ``path`` does not hold yet
-    (every job with ``refit``), writing all rows after each fit so a stopped run resumes, and
-    printing ``report(row)``."""
-    rows = read_fit_rows(path, columns, text=text)
-    for bench, ctx, value in jobs:
-        key = (bench.name, ctx.trial.draw, value)
-        held = [r for r in rows if (r["benchmark"], r["split"], r[variant]) == key]
-        if held and not refit:
-            continue
-        row = fit(bench, ctx, value)
-        rows = [r for r in rows if r not in held] + [row]
-        write_fit_rows(path, rows, columns)
-        print(report(row), flush=True)
-    return rows
 
 
 def power_law(x, y) -> float:

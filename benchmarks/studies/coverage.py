@@ -38,7 +38,7 @@ from scipy import stats
 from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
-from benchmarks import nuts_convergence
+from benchmarks import nuts_data
 from benchmarks._paths import SHARED_DATA
 from benchmarks.paper.models import build
 from benchmarks.studies.common import (
@@ -97,7 +97,7 @@ def split_predictions(bench, ctx, starts: int) -> tuple[dict, dict]:
     )
     out, points = {}, {}
     for name, context in zip(MODELS[:2], (ctx, moved), strict=True):
-        model, gp, _, _ = nuts_convergence.sle_model(bench, context, offset)
+        model, gp, _, _ = nuts_data.sle_model(bench, context, offset)
         *out[name], points[name] = plug_in(model, gp, ctx, offset, starts)
     model, gp, _ = build(bench.baseline, ctx)
     *out[MODELS[2]], _ = plug_in(model, gp, ctx, 0.0, starts)
@@ -134,8 +134,8 @@ def main(argv=None) -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--mesh", default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
     args = p.parse_args(argv)
-    bench = nuts_convergence.BENCHMARKS["teddy_200"](args.quick, args)
-    n_splits, starts = (1, 4) if args.quick else (nuts_convergence.N_SPLITS, 16)
+    bench = nuts_data.BENCHMARKS["teddy_200"](args.quick, args)
+    n_splits, starts = (1, 4) if args.quick else (nuts_data.N_SPLITS, 16)
     errors = {name: [] for name in MODELS}
     nearest, bumps, embedding_nearest, radii = [], [], [], []
     with threadpool_limits(limits=1, user_api="blas"):

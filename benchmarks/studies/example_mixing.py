@@ -19,16 +19,10 @@ with the radius's sampled coordinate ``u`` (its grid quantile scale) below -3 (t
 wall) or above 3, against the share of all draws below -3. The figure shows seed 1's draws in
 ``u`` and ``log sigma``, and where its divergent trajectories left from.
 
-Fits are labelled by the basin rule (``benchmarks.nuts_convergence.BASIN_RULE``): which radius
-basins ``sample_basins`` samples apart. Fits already in the JSON file are kept (the run resumes;
-seed 1's draws wait in the distance cache for the figure). Fits of other settings stay as a record:
-the earlier radius map, whose lower tail reached past the small-radius wall, ``target_accept`` 0.8
-(PyMC's default, the earlier setting), and a noise prior tried and not adopted, ``sigma ~ Gamma(2,
-2.5 / std(y))`` instead of ``sle_priors``'s ``HalfNormal(std(y))`` (it keeps chains away from
-``sigma = 0``). Writes benchmarks/results/studies/example_mixing.{json,md,png}.
-
-Rows are labelled by how ``sle_priors`` sampled the radius (``radius_map``) and the scales
-(``scales``); rows of earlier defaults and options stay as a record.
+Each fit records the scale ``sle_priors`` chose for each hyperparameter (``SLEPriors.scales``).
+Fits already in the JSON file are kept (the run resumes; seed 1's draws wait in the distance
+cache for the figure); ``--refit`` samples them again. Writes
+benchmarks/results/studies/example_mixing.{json,md,png}.
 
 Run:  python -m benchmarks.studies.example_mixing [--quick]
 """
@@ -44,7 +38,6 @@ import pymc as pm
 from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
-from benchmarks.nuts_convergence import BASIN_RULE, PREVIOUS_BASIN_RULE, TRIED_BASIN_RULE
 from benchmarks.studies.common import (
     WALL_U,
     markdown_rows,
@@ -60,25 +53,6 @@ from pymc_sle.distances import geodesic, wasserstein
 from pymc_sle.evaluation.holdout import convergence
 
 EXAMPLES = ("mesh", "images")
-#: ``sle_priors``'s noise prior, and one tried and not adopted (its fits kept as a record).
-NOISE_PRIOR, TRIED_NOISE_PRIOR = "HalfNormal(std y)", "Gamma(2, 2.5 / std y), tried"
-#: The radius's quantile map: its lower tail stops within a grid cell of the small-radius wall,
-#: and it is built over the basin holding the grid's mode and capped below the light basins above
-#: (``sle_priors``'s ``cap_radius``). Earlier maps (their fits kept as a record): over every basin,
-#: uncapped; before that, reaching past the wall.
-RADIUS_MAP = "cut at the wall, capped above the start's basin"
-WALL_CUT_RADIUS_MAP, UNCUT_RADIUS_MAP = "cut at the wall", "reaching past the wall (earlier)"
-#: Tried with the basin rule TRIED_BASIN_RULE, not adopted: no maps (centred log scales) whenever
-#: basins behind 1.5-nat dips each hold 1 %. The maps stay unless dips deeper than 3 nats separate
-#: such basins.
-CENTRED_ACROSS_SHALLOW_DIPS = "none: centred logs across a 1.5-3-nat dip (tried)"
-#: How ``sle_priors`` samples the scales when it uses the maps: ``ls``, ``eta`` and ``sigma`` as
-#: ratios to their grid ridges, those of ``eta`` and ``sigma`` floored (``scale_ridges=True``),
-#: and the noise's ratio on its grid quantile scale where the noise reaches zero (both examples).
-#: Earlier (fits kept as a record): ``ls`` only, ``eta`` and ``sigma`` on centred log scales (the
-#: default then, ``scale_ridges=False`` now); all three on unfloored ridges (an option then).
-SCALES = "ls on its ridge, eta and sigma on floored ridges, the noise on its quantile scale"
-LS_RIDGE, FULL_RIDGES = "ls on its ridge", "ls, eta, sigma on ridges"
 
 
 def mesh_model(quick: bool):
@@ -163,12 +137,10 @@ def fit(
     starts = np.array([]) if starts is None else starts  # on the same axis as u
     draws_out["u_divergence_starts"] = starts
     row = {
-        "seed": seed, "target_accept": target_accept, "noise_prior": NOISE_PRIOR,
-        "radius_map": RADIUS_MAP, "basin_rule": BASIN_RULE, "scales": SCALES,
-        "wall_s": wall,
+        "seed": seed, "target_accept": target_accept, "wall_s": wall,
+        "scales": "; ".join(f"{name}: {scale}" for name, scale in priors.scales.items()),
         **worst, "sigma_q05": float(np.quantile(sigma, 0.05)),
-        # Pooled basins' r-hat is not a diagnostic; their worst variable is not recorded.
-        "r_hat_worst": str(summary["r_hat"].idxmax()) if worst["basins"] == 1 else None,
+        "r_hat_worst": str(summary["r_hat"].idxmax()),
         "sigma_median": float(np.median(sigma)),
         "sampled_radius_as": "quantile u" if quantile else "log radius",
         "share_u_below_wall": float(np.mean(u < WALL_U)) if quantile else None,
@@ -202,14 +174,16 @@ def figure(draws: dict, path) -> None:
         ax.set(
             xlabel=str(d["u_name"]),
             ylabel="log sigma",
-            title=f"{example}: sampler seed 1, target_accept 0.9, sigma ~ {NOISE_PRIOR}",
+            title=f"{example}: sampler seed 1, target_accept 0.9",
         )
         ax.legend(loc="upper right", fontsize=8)
     save_figure(fig, path)
 
 
 def main(argv=None) -> None:
-    args = parser(__doc__.splitlines()[0]).parse_args(argv)
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--refit", action="store_true", help="sample the fits in the JSON again")
+    args = p.parse_args(argv)
     if args.quick:
         draws, chains, seeds = 60, 2, (1,)
     else:
@@ -219,10 +193,7 @@ def main(argv=None) -> None:
     path = args.out / f"{stem}.json"
     old = json.loads(path.read_text()) if path.exists() else {}
     same = {k: old.get("settings", {}).get(k) for k in settings} == settings
-    # older rows' columns
-    earlier = {"noise_prior": NOISE_PRIOR, "radius_map": UNCUT_RADIUS_MAP,
-               "basin_rule": PREVIOUS_BASIN_RULE, "scales": LS_RIDGE}  # fmt: skip
-    rows = [earlier | r for r in old.get("fits", [])] if same else []
+    rows = old.get("fits", []) if same and not args.refit else []
     first_draws = {}
     args.cache.mkdir(parents=True, exist_ok=True)
     for example in EXAMPLES:
@@ -231,10 +202,7 @@ def main(argv=None) -> None:
             else images_model(args.quick, args.cache, args.jobs)
         )  # fmt: skip
         for seed in seeds:
-            key = (example, seed, target_accept, NOISE_PRIOR, RADIUS_MAP, BASIN_RULE, SCALES)
-            if any((r["example"], r["seed"], r["target_accept"], r["noise_prior"],
-                    r["radius_map"], r["basin_rule"], r["scales"]) == key
-                   for r in rows):  # fmt: skip
+            if any((r["example"], r["seed"]) == (example, seed) for r in rows):
                 continue
             row, sampled = fit(model, priors, seed=seed, target_accept=target_accept,
                                draws=draws, chains=chains)  # fmt: skip
@@ -248,55 +216,28 @@ def main(argv=None) -> None:
             first_draws[example] = {k: saved[k] for k in saved.files}
     figure(first_draws, args.out / f"{stem}.png")
     table = markdown_rows(
-        ["example", "scales", "basin rule", "radius map", "noise prior", "target_accept", "seed",
-         "basins", "r̂ max", "of",
-         "bulk ESS min", "tail ESS min", "divergences", "sigma: 5 % quantile, median",
-         "divergences starting at u < -3", "... at u > 3", "draws with u < -3", "wall (s)"],
-        [[r["example"], r["scales"], r["basin_rule"], r["radius_map"], r["noise_prior"],
-          r["target_accept"], r["seed"], r.get("basins", 1), round(r["r_hat_max"], 3),
-          r.get("r_hat_worst") or "-",
-          round(r["ess_bulk_min"]),
-          round(r["ess_tail_min"]),
-          int(r["divergences"]),
-          f"{r['sigma_q05']:.3f}, {r['sigma_median']:.3f}" if "sigma_q05" in r else "-",
-          percent(r.get("divergence_starts_share_u_below_wall"), 0),
-          percent(r.get("divergence_starts_share_u_above_3"), 0),
-          percent(r["share_u_below_wall"], 1),
-          round(r["wall_s"])]
-         for r in sorted(rows, key=lambda r: (r["example"], r["scales"] != SCALES,
-                                              r["basin_rule"] != BASIN_RULE,
-                                              r["radius_map"] != RADIUS_MAP,
-                                              r["noise_prior"] != NOISE_PRIOR,
-                                              r["target_accept"] != target_accept, r["seed"]))],
+        ["example", "seed", "scales", "basins", "r̂ max", "of", "bulk ESS min", "tail ESS min",
+         "divergences", "sigma: 5 % quantile, median", "divergences starting at u < -3",
+         "... at u > 3", "draws with u < -3", "wall (s)"],
+        [[r["example"], r["seed"], r["scales"], r["basins"], round(r["r_hat_max"], 3),
+          r["r_hat_worst"], round(r["ess_bulk_min"]), round(r["ess_tail_min"]),
+          int(r["divergences"]), f"{r['sigma_q05']:.3f}, {r['sigma_median']:.3f}",
+          percent(r["divergence_starts_share_u_below_wall"], 0),
+          percent(r["divergence_starts_share_u_above_3"], 0),
+          percent(r["share_u_below_wall"], 1), round(r["wall_s"])]
+         for r in sorted(rows, key=lambda r: (r["example"], r["seed"]))],
     )  # fmt: skip
     write_markdown(
         args.out / f"{stem}.md",
-        "NUTS on the gallery's mesh and W2-image models with the default sampled variables",
+        "NUTS on the gallery's mesh and W2-image models with the library's defaults",
         [
-            f"Generated by `python -m benchmarks.studies.example_mixing`. {chains} chains x "
-            f"({draws} tune + {draws} draws), one BLAS thread per chain, 2 cores; sampler seeds "
-            f"{', '.join(map(str, seeds))}. `sle_priors`'s default noise prior is {NOISE_PRIOR}; "
-            "the radius is sampled on its grid quantile scale `u`, whose map is "
-            f"{RADIUS_MAP}. `sample_basins` samples apart the radius basins by the basin rule "
-            f"`{BASIN_RULE}` of the grid's mass (the current one; `basins` counts them, and r̂ "
-            "and ESS are then the worst over the basins' own chains); rows under the earlier "
-            f"rule, `{PREVIOUS_BASIN_RULE}`, and a tried one, `{TRIED_BASIN_RULE}` (which "
-            "split the W2 images' 71 % and 29 % basins), are kept as a record. `scales`: "
-            f"`{SCALES}` (the default: each sampled as its ratio to the grid's conditional "
-            "mean given the radius, floored at the grid mean for `eta` and `sigma`; the noise's "
-            "ratio on its grid quantile scale, as its posterior reaches zero on both examples), "
-            f"`{LS_RIDGE}` (the earlier default, `scale_ridges=False`: `eta` and `sigma` on "
-            f"centred log scales) or `{FULL_RIDGES}` (an earlier option, unfloored). "
-            f"Rows with the map {WALL_CUT_RADIUS_MAP} (over every basin, uncapped: the earlier "
-            f"default), {UNCUT_RADIUS_MAP}, with `{CENTRED_ACROSS_SHALLOW_DIPS}` (the W2 "
-            "images' two basins on centred log scales), with "
-            f"{TRIED_NOISE_PRIOR} and "
-            "with `target_accept` 0.8 are kept as a record (on the earlier map, `u < -3` lies "
-            "further below the wall than on the current one). The mesh rows of the earlier map "
-            "are on another draw of the example's field: `matern_field` drew it from the "
-            "icosphere's eigenbasis, which changed with the BLAS thread count (now one thread), "
-            "so their noise quantiles do not compare with the current rows'. What the script "
-            "does: see its docstring.",
+            f"Generated by `python -m benchmarks.studies.example_mixing`: the README recipe, "
+            f"sampled by `sample_basins` ({chains} chains x ({draws} tune + {draws} draws), "
+            f"`target_accept` {target_accept}, one BLAS thread per chain, 2 cores; sampler seeds "
+            f"{', '.join(map(str, seeds))}). The radius is sampled on its grid quantile scale "
+            "`u`; `scales` says what `sle_priors` chose for each hyperparameter; r̂ and ESS are "
+            "the worst over `priors.var_names(model)` (`of`: the variable of the largest r̂). "
+            "What the script does: see its docstring.",
             "",
             *table,
             "",

@@ -17,7 +17,7 @@ where chains get stuck.
 Problems (the paper reproduction's data and splits): Teddy (Matern-5/2 GP draw, n = 200 and 400,
 Matern-5/2 inner), 1-D (n = 50, Matern-3/2), the bunny's geodesic sine (n = 400, Matern-3/2),
 SAXS images with exact W2 (n = 250, Matern-5/2; the W2 matrix is cached under ``--cache``) and
-evolving sequences with the edit distance (n = 200, Matern-3/2; ``benchmarks.nuts_convergence``'s
+evolving sequences with the edit distance (n = 200, Matern-3/2; ``benchmarks.nuts_data``'s
 string benchmark). ``--problems`` recomputes some of them and keeps the others' results, so the
 study runs in pieces; each run draws its own ``--figure``.
 
@@ -111,7 +111,7 @@ def saxs_cases(quick: bool, n_splits: int, cache: Path) -> list[Case]:
 
 
 def strings_cases(quick: bool, n_splits: int, cache: Path) -> list[Case]:
-    from benchmarks.nuts_convergence import strings_problem
+    from benchmarks.nuts_data import strings_problem
 
     sizes = (30,) if quick else (200,)
     problem = strings_problem(quick, cache)
