@@ -35,27 +35,6 @@ def test_distances_benchmark_quick(tmp_path, icosphere_obj):
     assert again["geodesic"] == results["geodesic"] and again["exact_w2"] == results["exact_w2"]
 
 
-def test_blas_threads_benchmark_quick(tmp_path):
-    results = run_quick("blas_threads", tmp_path)
-    runs = results["runs"]
-    for run in runs.values():
-        assert run["seconds"] > 0 and run["post_tuning_steps"] > 0
-        assert run["ms_per_step"] == pytest.approx(1e3 * run["seconds"] / run["post_tuning_steps"])
-    # Equal step counts cannot be asked for: LAPACK rounds differently with 1 and 2 threads and
-    # the trajectories drift. Both runs sample the same posterior with the same settings, so their
-    # work agrees within a factor of two; a run that sampled another model would not.
-    steps = [run["post_tuning_steps"] for run in runs.values()]
-    assert max(steps) < 2 * min(steps)
-    assert set(runs) == {"plain", "library_limit_off", "threadpool_limits"}
-    assert results["slowdown_per_step_without_limit"] == pytest.approx(
-        runs["library_limit_off"]["ms_per_step"] / runs["plain"]["ms_per_step"]
-    )
-    assert results["plain_over_threadpool_limits"] == pytest.approx(
-        runs["plain"]["ms_per_step"] / runs["threadpool_limits"]["ms_per_step"]
-    )
-    assert "Without the library's limit" in (tmp_path / "blas_threads_quick.md").read_text()
-
-
 def test_size_limits_benchmark_quick(tmp_path):
     result = run_quick("size_limits", tmp_path)
     (row,) = result["sizes"]
@@ -84,26 +63,6 @@ def test_runtime_sparsity_benchmark_quick(tmp_path):
         row["sle_auto_dense_fill"] / row["sle_dense_dense_fill"]
     )
     assert "| C |" in (tmp_path / "runtime_sparsity_quick.md").read_text()
-
-
-def test_accurate_distances_benchmark_quick(tmp_path):
-    results = run_quick("accurate_distances", tmp_path)
-    cases = [row["case"] for row in results["kernel"]]
-    assert cases == ["fill 4%", "fill 30%", "fill 100%", "near-duplicates"]
-    for row in results["kernel"]:
-        assert row["ratio"] == pytest.approx(row["accurate"] / row["expansion"])
-        assert row["error_accurate"] < 1e-10
-    near = results["kernel"][-1]
-    assert near["error_expansion"] > 1.0  # the cancellation the accurate path removes
-    assert results["model"]["accurate"] > 0 and results["model"]["expansion"] > 0
-    assert "near-duplicates" in (tmp_path / "accurate_distances_quick.md").read_text()
-
-
-def test_edit_distance_benchmark_quick(tmp_path):
-    result = run_quick("edit_distance", tmp_path)
-    assert result["string_length"] == 200 and result["matrix_equals_reference_on_sample"]
-    assert 0 < result["per_pair_seconds"] < result["python_seconds_extrapolated"]
-    assert "| 200 pairs" in (tmp_path / "edit_distance_quick.md").read_text()
 
 
 def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
@@ -419,15 +378,6 @@ def test_paper_protocol_plans_one_task_per_nuts_fit():
     assert runner.plan(trials, specs, done, ("A",), 0, set()) == [
         (t, [(s, "map") for s in specs]) for t in trials[1:]
     ]
-
-
-def test_run_time_inputs_benchmark_quick(tmp_path):
-    rows = run_quick("run_time_inputs", tmp_path)["rows"]
-    assert [(r["N"], r["backend"]) for r in rows] == [(30, "C"), (30, "NUMBA")]
-    for r in rows:
-        assert r["pm_data_ratio"] == pytest.approx(r["pm_data"] / r["constant"])
-        assert r["two_outputs_ratio"] == pytest.approx(r["two_outputs"] / r["two_models"])
-    assert "| pm.Data / constant |" in (tmp_path / "run_time_inputs_quick.md").read_text()
 
 
 def test_scaling_benchmark_quick(tmp_path):
