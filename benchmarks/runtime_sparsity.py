@@ -10,9 +10,7 @@ model at ~4 % fill with:
   SLE at most 1.3x this, issue 14);
 - ``sle_dense``: the same SLE model with ``embedding="dense"`` (what ``auto`` did before);
 - ``sle_bounded``: the radius ~ Uniform(r/2, 3r/2), ``auto`` (the same run-time support, its
-  candidates cut at the bound);
-- ``sle_static``: the same bounded radius with ``embedding="sparse"``: the bump evaluated on
-  every distance below the bound, the pattern fixed when the model is built.
+  candidates cut at the bound).
 
 And above the threshold, at ``DENSE_FILL`` (35 %) and ``DENSE_N`` = 400, where ``auto`` takes the
 dense products (on Teddy at n = 400 the embedding is 30-75 % non-zero at the posterior's radii,
@@ -54,7 +52,7 @@ FILL = 0.04
 DENSE_FILL = 0.35
 DENSE_N = 400
 TARGET = 1.3
-KINDS = ("fast_matern", "sle_auto", "sle_dense", "sle_bounded", "sle_static")
+KINDS = ("fast_matern", "sle_auto", "sle_dense", "sle_bounded")
 #: ``(name, kind, fill)`` of the models timed above the sparse threshold.
 DENSE_KINDS = (
     ("sle_auto_dense_fill", "sle_auto", DENSE_FILL),
@@ -74,11 +72,9 @@ def build_model(kind: str, D: np.ndarray, y: np.ndarray, fill: float = FILL) -> 
         sigma = pm.HalfNormal("sigma", 0.5)
         if kind == "fast_matern":
             cov = DistanceCovariance(D, ls=ls)
-        elif kind in ("sle_bounded", "sle_static"):
+        elif kind == "sle_bounded":
             radius = pm.Uniform("radius", 0.5 * r_fill, 1.5 * r_fill, initval=r_fill)
-            cov = SLE(
-                D, radius=radius, ls=ls, embedding="auto" if kind == "sle_bounded" else "sparse"
-            )
+            cov = SLE(D, radius=radius, ls=ls)
         else:
             radius = pm.LogNormal("radius", np.log(r_fill), 0.5)
             cov = SLE(D, radius=radius, ls=ls, embedding=kind.removeprefix("sle_"))
@@ -115,9 +111,8 @@ def summary(rows: list[dict], n: int, dense_n: int) -> str:
         " Models: see the script's docstring.",
         "",
         "| backend | fast_matern | sle_auto (LogNormal) | sle_dense | sle_bounded (Uniform) "
-        f"| sle_static | auto / matern | target ≤ {TARGET} | dense / matern | bounded / matern "
-        "| static / matern |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| auto / matern | target ≤ {TARGET} | dense / matern | bounded / matern |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         met = "met" if r["sle_auto_ratio"] <= TARGET else "missed"
@@ -125,9 +120,8 @@ def summary(rows: list[dict], n: int, dense_n: int) -> str:
             met = "n/a (dense on JAX)"
         lines.append(
             f"| {r['backend']} | {r['fast_matern']:.1f} | {r['sle_auto']:.1f} | "
-            f"{r['sle_dense']:.1f} | {r['sle_bounded']:.1f} | {r['sle_static']:.1f} | "
-            f"{r['sle_auto_ratio']:.2f} | {met} | {r['sle_dense_ratio']:.2f} | "
-            f"{r['sle_bounded_ratio']:.2f} | {r['sle_static_ratio']:.2f} |"
+            f"{r['sle_dense']:.1f} | {r['sle_bounded']:.1f} | {r['sle_auto_ratio']:.2f} | "
+            f"{met} | {r['sle_dense_ratio']:.2f} | {r['sle_bounded_ratio']:.2f} |"
         )
     lines += [
         "",

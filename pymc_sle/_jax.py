@@ -23,11 +23,13 @@ import numpy as np
 from pymc_sle._euclidean import CANCELLATION
 from pymc_sle.gp._log_density import _LOG_2PI, GaussianLogDensity
 from pymc_sle.kernels._bump import bump_formula
-from pymc_sle.kernels._embedding_ops import (
+from pymc_sle.kernels._bump_ops import (
     _BumpEmbeddingGrad,
     _BumpSquaredDistances,
     _BumpSquaredDistancesBlockGrad,
     _BumpSquaredDistancesGrad,
+)
+from pymc_sle.kernels._embedding_ops import (
     _CrossSquaredDistances,
     _dense_gradient_formula,
     _DenseSquaredDistances,

@@ -7,16 +7,19 @@ the expected value and the actual one, so that a user never meets a failure deep
 from __future__ import annotations
 
 import numbers
+import os
 import sys
 
 import numpy as np
 
 __all__ = [
     "as_index_array",
+    "can_change",
     "check_finite_nonnegative",
     "check_positive_parameter",
     "constant_value",
     "indices_or_all",
+    "thread_count",
 ]
 
 
@@ -28,6 +31,17 @@ def _is_symbolic(value) -> bool:
     from pytensor.graph.basic import Variable
 
     return isinstance(value, Variable)
+
+
+def can_change(value) -> bool:
+    """Whether ``value`` is a PyTensor variable whose value can change between evaluations
+    (``pm.Data``, a graph input), unlike numbers and constants: a pattern or a sort built from
+    its current value could go stale."""
+    if not _is_symbolic(value):
+        return False
+    from pytensor.graph.basic import Constant
+
+    return not isinstance(value, Constant)
 
 
 def constant_value(value):
@@ -177,3 +191,14 @@ def check_positive_parameter(name: str, value, n_landmarks: int | None):
     if (array <= 0).any():
         raise ValueError(f"`{name}` must be > 0, but got {array.min():.6g}")
     return array
+
+
+def thread_count(n_jobs) -> int:
+    """The number of workers ``n_jobs`` asks for: itself when positive, every CPU for -1."""
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer):
+        raise TypeError(f"`n_jobs` must be an integer, but got {type(n_jobs).__name__}")
+    if n_jobs == -1:
+        return os.cpu_count() or 1
+    if n_jobs < 1:
+        raise ValueError(f"`n_jobs` must be a positive integer or -1, but got {n_jobs}")
+    return int(n_jobs)

@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from pymc_sle._blas_threads import one_blas_thread_in_workers, worker_blas_limit
 from pymc_sle.gp._log_density import GaussianLogDensity
 from pymc_sle.gp._sparse_op import SparseSLELogDensity
-from pymc_sle.kernels import _embedding_ops
+from pymc_sle.kernels import _bump_ops, _embedding_ops
 
 
 def blas_threads() -> list[int]:
@@ -64,8 +64,8 @@ def test_worker_process_runs_one_blas_thread_and_restores(method):
         SparseSLELogDensity,
         _embedding_ops._DenseSquaredDistances,
         _embedding_ops._CrossSquaredDistances,
-        _embedding_ops._BumpSquaredDistances,
-        _embedding_ops._BumpEmbeddingGrad,
+        _bump_ops._BumpSquaredDistances,
+        _bump_ops._BumpEmbeddingGrad,
     ],
 )
 def test_blas_heavy_ops_are_limited_in_workers(op_class):

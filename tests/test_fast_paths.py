@@ -21,10 +21,9 @@ from pymc_sle import SLE
 from pymc_sle.datasets import one_dimensional
 from pymc_sle.gp import GaussianLogDensity, gaussian_logp
 from pymc_sle.kernels._bump import bump
+from pymc_sle.kernels._bump_ops import _BumpSquaredDistances, bump_squared_distances
 from pymc_sle.kernels._embedding_ops import (
     SparsePattern,
-    _BumpSquaredDistances,
-    bump_squared_distances,
     dense_squared_distances,
     sparse_squared_distances,
 )

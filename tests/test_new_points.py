@@ -10,7 +10,7 @@ from pymc.gp.util import JITTER_DEFAULT
 from scipy import stats
 
 import pymc_sle as sle
-from pymc_sle.evaluation import new_points
+from pymc_sle.evaluation import _landmark_update, new_points
 from pymc_sle.evaluation.new_points import OwnLandmarkPredictive, own_landmark_predictive
 
 N_POINTS, N_TRAIN = 30, 24
@@ -265,7 +265,7 @@ def test_threads_and_blocks_give_the_same_predictive(low_rank_share, n_jobs, blo
 
 
 def test_a_new_factorisation_equals_the_dense_algebra_and_refuses_an_indefinite_one():
-    """``_refactorised_change`` (compiled, without the GIL) against ``numpy.linalg`` on a random
+    """``refactorised_change`` (compiled, without the GIL) against ``numpy.linalg`` on a random
     covariance whose rows and columns ``K`` change, and a ``LinAlgError`` where the changed
     covariance is not positive definite."""
     rng = np.random.default_rng(5)
@@ -281,7 +281,7 @@ def test_a_new_factorisation_equals_the_dense_algebra_and_refuses_an_indefinite_
     lower = np.linalg.cholesky(C)
     a_hat, w_hat = np.linalg.solve(lower, residual), np.linalg.solve(lower, k_star)
     fitted_log_det = np.linalg.slogdet(C)[1]
-    got = new_points._refactorised_change(C, E, K, residual, k_star, fitted_log_det, a_hat,
+    got = _landmark_update.refactorised_change(C, E, K, residual, k_star, fitted_log_det, a_hat,
                                           w_hat)  # fmt: skip
     x = np.linalg.solve(changed, np.column_stack([residual, k_star]))
     log_ratio = (stats.multivariate_normal(np.zeros(n), changed).logpdf(residual)
@@ -289,12 +289,15 @@ def test_a_new_factorisation_equals_the_dense_algebra_and_refuses_an_indefinite_
     expected = (k_star @ x[:, 0] - w_hat @ a_hat, w_hat @ w_hat - k_star @ x[:, 1], log_ratio)
     np.testing.assert_allclose(got, expected, rtol=1e-10)
     as_float32 = [a.astype(np.float32) for a in (C, E, residual, k_star)]  # cast for LAPACK
-    got32 = new_points._refactorised_change(*as_float32[:2], K, *as_float32[2:], fitted_log_det,
-                                            a_hat, w_hat)  # fmt: skip
+    refactorised_change = _landmark_update.refactorised_change
+    got32 = refactorised_change(*as_float32[:2], K, *as_float32[2:], fitted_log_det,
+                                a_hat, w_hat)  # fmt: skip
     np.testing.assert_allclose(got32, expected, rtol=1e-4, atol=1e-5)
     E[:, K] -= 10 * n * np.eye(K.size)  # pushes the diagonal of C' negative
     with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
-        new_points._refactorised_change(C, E, K, residual, k_star, fitted_log_det, a_hat, w_hat)
+        _landmark_update.refactorised_change(
+            C, E, K, residual, k_star, fitted_log_det, a_hat, w_hat
+        )
 
 
 def test_own_landmark_predictive_validates_its_arguments():

@@ -173,7 +173,7 @@ def test_rejects_zero_chunk_size():
 
 
 def test_rejects_zero_jobs():
-    with pytest.raises(ValueError, match="`n_jobs` must be -1 or a positive integer, but got 0"):
+    with pytest.raises(ValueError, match="`n_jobs` must be a positive integer or -1, but got 0"):
         pairwise(WORDS, edit_distance, n_jobs=0)
 
 

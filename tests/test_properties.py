@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pymc_sle.kernels._bump import bump
-from pymc_sle.kernels._embedding_ops import bump_squared_distances, dense_squared_distances
+from pymc_sle.kernels._bump_ops import bump_squared_distances
+from pymc_sle.kernels._embedding_ops import dense_squared_distances
 from pymc_sle.kernels._inner import kernel_of_squared_distance, resolve_inner
 
 INNERS = ["matern12", "matern32", "matern52", "rbf"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import joblib
 import numpy as np
 
-from pymc_sle._validation import indices_or_all
+from pymc_sle._validation import indices_or_all, thread_count
 from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.distances._identity import metric_identity, metric_name
 from pymc_sle.distances._store import ChunkStore
@@ -314,8 +314,7 @@ def pairwise(
         chunk_size = int(np.clip(math.ceil(max(row_ids.size, col_ids.size) / 8), 1, 256))
     elif not isinstance(chunk_size, int | np.integer) or chunk_size < 1:
         raise ValueError(f"`chunk_size` must be a positive integer, but got {chunk_size!r}")
-    if not isinstance(n_jobs, int | np.integer) or n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"`n_jobs` must be -1 or a positive integer, but got {n_jobs!r}")
+    thread_count(n_jobs)
     if client is not None:
         _check_client(client)
     if cutoff is not None:

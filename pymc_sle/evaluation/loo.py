@@ -40,16 +40,21 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
-from pymc.gp.cov import Covariance
 from pymc.gp.util import JITTER_DEFAULT
-from pytensor.graph import ancestors, graph_replace
+from pytensor.graph import graph_replace
 from scipy import stats
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
 from pymc_sle._pymc_compat import build_marginal_likelihood
 from pymc_sle._validation import constant_value
-from pymc_sle.kernels import LandmarkCovariance
+from pymc_sle.evaluation._landmarks import landmark_kernels, own_columns
+from pymc_sle.evaluation._posterior import (
+    NOT_POSITIVE_DEFINITE,
+    check_posterior_and_gp,
+    free_inputs,
+    relative_efficiency,
+)
 
 __all__ = ["ExactLOO", "exact_loo"]
 
@@ -95,21 +100,6 @@ class ExactLOO:
         return float(np.mean((self.pit > tail) & (self.pit < 1.0 - tail)))
 
 
-def _check_posterior_and_gp(idata, gp) -> None:
-    """``idata`` holds a posterior and ``gp`` is a marginal GP that has been given its data."""
-    if not isinstance(idata, az.InferenceData) or "posterior" not in idata.groups():
-        raise TypeError(
-            f"`idata` must be an arviz.InferenceData with a posterior group, got {type(idata)!r}"
-        )
-    if not isinstance(gp, pm.gp.Marginal):
-        raise TypeError(f"`gp` must be a pm.gp.Marginal, got {type(gp).__name__}")
-    if getattr(gp, "X", None) is None:
-        raise ValueError(
-            "`gp` must be a pm.gp.Marginal whose marginal_likelihood has been called, but "
-            "gp.marginal_likelihood was not called"
-        )
-
-
 def _observed_data(model: pm.Model, var_name: str) -> np.ndarray:
     """The observations of ``model``'s observed variable ``var_name`` (1-D)."""
     names = [rv.name for rv in model.observed_RVs]
@@ -126,13 +116,6 @@ def _observed_data(model: pm.Model, var_name: str) -> np.ndarray:
     return y
 
 
-def _free_inputs(model: pm.Model, outputs) -> list:
-    """The free variables ``outputs`` depend on, in the model's order. Only those: variables
-    added after sampling (the test predictions of ``gp.conditional``) are not in the posterior."""
-    needed = set(ancestors(outputs))
-    return [rv for rv in model.free_RVs if rv in needed]
-
-
 def _loo_function(model: pm.Model, gp: pm.gp.Marginal, jitter: float):
     """A compiled function from the free variables the GP depends on to ``(g, cbar)``, and their
     names in the order it takes them."""
@@ -140,38 +123,21 @@ def _loo_function(model: pm.Model, gp: pm.gp.Marginal, jitter: float):
     precision = pt.linalg.inv(cov)
     g = precision @ (pt.as_tensor(gp.y) - mean)
     outputs = [g, pt.diagonal(precision)]
-    inputs = _free_inputs(model, outputs)
+    inputs = free_inputs(model, outputs)
     function = pm.pytensorf.compile(inputs, outputs, allow_input_downcast=True)
     return function, [rv.name for rv in inputs]
-
-
-def _landmark_kernels(cov) -> list[LandmarkCovariance]:
-    """Every landmark kernel inside the covariance ``cov`` (sums, products, scalings, ...)."""
-    found, stack, seen = [], [cov], set()
-    while stack:
-        item = stack.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, LandmarkCovariance):
-            found.append(item)
-        elif isinstance(item, Covariance):
-            for value in vars(item).values():
-                values = value if isinstance(value, list | tuple) else [value]
-                stack.extend(v for v in values if isinstance(v, Covariance))
-    return found
 
 
 class _DroppedOwnLandmarks:
     """The LOO predictive of each observation with its own landmark dropped: a compiled
     function of the free variables, the landmark blocks and observations ``rows``, to
     ``(g[rows], cbar[rows], log N(y; m, C'))`` with ``C'`` the covariance of those blocks. An
-    observation's own landmark (``_own_columns``; one per landmark kernel) is dropped by setting
+    observation's own landmark (``own_columns``; one per landmark kernel) is dropped by setting
     its column to ``inf``: its bump vanishes for every point. Observations without one
     (landmarks apart from the training points) share one call with the blocks as they are."""
 
     def __init__(self, model: pm.Model, gp: pm.gp.Marginal, jitter: float):
-        kernels = _landmark_kernels(gp.cov_func)
+        kernels = landmark_kernels(gp.cov_func)
         features = [repr(k) for k in kernels if k.landmark_block is None]
         if features:
             raise ValueError(
@@ -195,7 +161,7 @@ class _DroppedOwnLandmarks:
             X.shape[0] * np.log(2.0 * np.pi) + 2.0 * pt.log(pt.diagonal(lower)).sum() + v @ v
         )
         outputs = [c.T @ v, (c**2).sum(axis=0), log_density]
-        inputs = _free_inputs(model, outputs)
+        inputs = free_inputs(model, outputs)
         self.names = [rv.name for rv in inputs]
         self._function = pm.pytensorf.compile(
             [*inputs, X_var, *blocks, rows], outputs, allow_input_downcast=True
@@ -203,7 +169,7 @@ class _DroppedOwnLandmarks:
         self._X = X
         self._blocks = [np.array(k.landmark_block.data) for k in kernels]  # copies, edited below
         self._own = [
-            _own_columns(k, block, X[:, int(k.active_dims[0])])
+            own_columns(k, block, X[:, int(k.active_dims[0])])
             for k, block in zip(kernels, self._blocks, strict=True)
         ]
         has_own = np.zeros(X.shape[0], dtype=bool)
@@ -233,29 +199,6 @@ class _DroppedOwnLandmarks:
                     block[:, column] = old
             g[i], cbar[i], joint[i] = out[0][0], out[1][0], out[2]
         return g, cbar, joint - full
-
-
-def _own_columns(kernel: LandmarkCovariance, block: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """For each training row, the position of its own landmark among ``kernel``'s landmark
-    columns, or -1.
-
-    - A square distance matrix (every point against every point, as the README builds it): the
-      column with the row's own number, if it is a landmark at distance 0 from the row. A
-      duplicate of the point's input that is another landmark stays, as it would in the model
-      fitted without the point.
-    - Otherwise (a ``(n_points, n_landmarks)`` block): a landmark at distance 0 from the row,
-      the first if several. For a metric, coincident inputs have equal distance columns, so
-      dropping any one of them leaves the same kernel; a point that merely coincides with a
-      landmark that is not a training point is taken for it.
-    """
-    zero = block[rows] == 0.0
-    if kernel.distances.n_points != kernel.distances.n_columns:
-        return np.where(zero.any(axis=1), zero.argmax(axis=1), -1)
-    position = {int(column): p for p, column in enumerate(kernel.landmarks)}
-    own = np.array([position.get(int(row), -1) for row in rows], dtype=np.int64)
-    found = own >= 0
-    found[found] = zero[np.flatnonzero(found), own[found]]
-    return np.where(found, own, -1)
 
 
 def _log_density(g: np.ndarray, cbar: np.ndarray) -> np.ndarray:
@@ -338,7 +281,7 @@ def exact_loo(
     model = pm.modelcontext(model)
     if own_landmark not in ("keep", "drop"):
         raise ValueError(f"`own_landmark` must be 'keep' or 'drop', got {own_landmark!r}")
-    _check_posterior_and_gp(idata, gp)
+    check_posterior_and_gp(idata, gp)
     y = _observed_data(model, var_name)
     gp_y = constant_value(gp.y)
     if gp_y is None or gp_y.shape != y.shape or not np.array_equal(gp_y, y):
@@ -381,9 +324,9 @@ def exact_loo(
                 else:
                     g[s], cbar[s], model_ratio[s] = dropped(draw, y.size)
     except np.linalg.LinAlgError as error:
-        raise ValueError(_NOT_POSITIVE_DEFINITE) from error
+        raise ValueError(NOT_POSITIVE_DEFINITE) from error
     if not np.all(cbar > 0.0):
-        raise ValueError(_NOT_POSITIVE_DEFINITE)
+        raise ValueError(NOT_POSITIVE_DEFINITE)
     log_lik = _log_density(g, cbar)
     dim = f"{var_name}_dim_0"
     array = xr.DataArray(
@@ -396,7 +339,7 @@ def exact_loo(
         idata.log_likelihood[var_name] = array
     elif keep:
         idata.add_groups(log_likelihood=xr.Dataset({var_name: array}))
-    reff = _relative_efficiency(posterior[names], chains * draws)
+    reff = relative_efficiency(posterior[names], chains * draws)
     log_weights, pareto_k = az.psislw((model_ratio - log_lik).T, reff=reff)
     pit = np.sum(np.exp(log_weights) * stats.norm.cdf(g.T / np.sqrt(cbar.T)), axis=1)
     return ExactLOO(
@@ -410,17 +353,3 @@ def exact_loo(
 
 #: The fewest posterior draws whose importance weights ``arviz.psislw`` can smooth.
 _MIN_DRAWS = 2
-
-_NOT_POSITIVE_DEFINITE = (
-    "the training covariance is not positive definite at some posterior draws; increase `jitter`"
-)
-
-
-def _relative_efficiency(posterior: xr.Dataset, n_samples: int) -> float:
-    """``arviz.loo``'s estimate: the mean ESS ("mean" method) over every value of ``posterior``,
-    over the number of draws; 1 for a single chain, and where ArviZ cannot estimate the ESS
-    (fewer than 4 draws per chain)."""
-    if posterior.sizes["chain"] == 1 or posterior.sizes["draw"] < 4 or not posterior.data_vars:
-        return 1.0
-    ess = az.ess(posterior, method="mean")
-    return float(np.mean(np.hstack([ess[v].values.ravel() for v in ess.data_vars])) / n_samples)

@@ -35,13 +35,10 @@ does not grow with their number.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 import arviz as az
-import numba
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -51,15 +48,20 @@ from scipy import linalg, stats
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
-from pymc_sle._lapack import cholesky_inplace, cholesky_solve_inplace
 from pymc_sle._pymc_compat import build_marginal_likelihood
-from pymc_sle._validation import constant_value
-from pymc_sle.evaluation.loo import (
-    _NOT_POSITIVE_DEFINITE,
-    _check_posterior_and_gp,
-    _free_inputs,
-    _landmark_kernels,
-    _relative_efficiency,
+from pymc_sle._validation import constant_value, thread_count
+from pymc_sle.evaluation._landmark_update import low_rank_change, refactorised_change
+from pymc_sle.evaluation._landmarks import (
+    check_extendable,
+    landmark_kernels,
+    new_landmark_distances,
+    squared_distances_as,
+)
+from pymc_sle.evaluation._posterior import (
+    NOT_POSITIVE_DEFINITE,
+    check_posterior_and_gp,
+    free_inputs,
+    relative_efficiency,
 )
 
 __all__ = ["OwnLandmarkPredictive", "own_landmark_predictive"]
@@ -193,7 +195,7 @@ class _OwnLandmarkPrediction:
     one compilation serves every block of them (:meth:`points`)."""
 
     def __init__(self, model, gp, jitter: float, pred_noise: bool):
-        self.kernels = _landmark_kernels(gp.cov_func)
+        self.kernels = landmark_kernels(gp.cov_func)
         X = constant_value(gp.X)
         n, count = X.shape[0], len(self.kernels)
         X_new = pt.tensor("X_new", dtype=X.dtype, shape=(None, X.shape[1]))
@@ -205,13 +207,13 @@ class _OwnLandmarkPrediction:
         star_sq = [k.square_embedding_distance(X_new, gp.X)
                    + (k._embed(o[None, :])[0][:, None] - d.T) ** 2
                    for k, o, d in zip(self.kernels, own, delta, strict=True)]  # fmt: skip
-        with _squared_distances_as(self.kernels, star_sq):
+        with squared_distances_as(self.kernels, star_sq):
             k_star = gp.cov_func(X_new, gp.X)
         k_star_star = gp.cov_func(X_new, diag=True)
         if pred_noise:
             k_star_star = k_star_star + gp.sigma(X_new, diag=True)
         outputs = [cov, mean, gp.mean_func(X_new), k_star, k_star_star, *train_sq, *delta]
-        inputs = _free_inputs(model, outputs)
+        inputs = free_inputs(model, outputs)
         self.names = [rv.name for rv in inputs]
         self._fitted = pm.pytensorf.compile([*inputs, X_new, *to_new, *own], outputs,
                                             allow_input_downcast=True)  # fmt: skip
@@ -223,9 +225,9 @@ class _OwnLandmarkPrediction:
         fit_sq = [s[rows] for s in train_sq_in]
         own_sq = [f + (d[rows, points][:, None] - d[:, points].T) ** 2
                   for f, d in zip(fit_sq, delta_in, strict=True)]  # fmt: skip
-        with _squared_distances_as(self.kernels, own_sq):
+        with squared_distances_as(self.kernels, own_sq):
             own_rows = gp.cov_func(X_rows, gp.X)
-        with _squared_distances_as(self.kernels, fit_sq):
+        with squared_distances_as(self.kernels, fit_sq):
             fit_rows = gp.cov_func(X_rows, gp.X)
         self._updates = pm.pytensorf.compile(
             [*inputs, X_rows, rows, points, *train_sq_in, *delta_in], own_rows - fit_rows,
@@ -235,8 +237,8 @@ class _OwnLandmarkPrediction:
 
     def points(self, X_new: np.ndarray) -> tuple:
         """What :meth:`predict` reads of a block of new points: their inputs and, per landmark
-        kernel, the distances to their landmarks (:func:`_new_landmark_distances`)."""
-        distances = [_new_landmark_distances(k, self.X, X_new) for k in self.kernels]
+        kernel, the distances to their landmarks (:func:`new_landmark_distances`)."""
+        distances = [new_landmark_distances(k, self.X, X_new) for k in self.kernels]
         return X_new, [d[0] for d in distances], [d[1] for d in distances]
 
     def predict(self, values, points, map_=map) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -280,9 +282,9 @@ class _OwnLandmarkPrediction:
         def change(item):
             j, K, E = item
             low_rank = 2 * K.size <= _LOW_RANK_SHARE * self.n
-            found = _low_rank_change(E, K, inverse, a_hat, w_hat[:, j]) if low_rank else None
+            found = low_rank_change(E, K, inverse, a_hat, w_hat[:, j]) if low_rank else None
             if found is None:
-                found = _refactorised_change(C, E, K, residual, k_star[j], fitted_log_det,
+                found = refactorised_change(C, E, K, residual, k_star[j], fitted_log_det,
                                              a_hat, w_hat[:, j])  # fmt: skip
             return j, found
 
@@ -315,152 +317,6 @@ def _chunks(sizes: np.ndarray, limit: int) -> list[np.ndarray]:
     if start < len(sizes):
         groups.append(np.arange(start, len(sizes)))
     return groups
-
-
-def _low_rank_change(E, K, inverse, a_hat, w_hat):
-    """``(mean change, variance change, log ratio)`` of one point by the rank-``2k`` update
-    (``_OwnLandmarkPrediction.predict``); ``None`` where ``C'`` comes out not positive definite
-    (the sign of ``det M`` disagrees), for the factorisation to decide."""
-    k = K.size
-    U = np.hstack([inverse @ E.T, inverse[:, K]])
-    M = U.T @ U
-    M[:k, :k] += E[:, K]
-    M[:k, k:] += np.eye(k)
-    M[k:, :k] += np.eye(k)
-    lu, pivots = linalg.lu_factor(M, check_finite=False)
-    diagonal = np.diagonal(lu)
-    swaps = np.count_nonzero(pivots != np.arange(2 * k))
-    if np.prod(np.sign(diagonal)) * (-1) ** swaps != (-1) ** k:
-        return None
-    b, c = U.T @ a_hat, U.T @ w_hat
-    x = linalg.lu_solve((lu, pivots), np.column_stack([b, c]), check_finite=False)
-    return -c @ x[:, 0], c @ x[:, 1], 0.5 * (b @ x[:, 0] - np.sum(np.log(np.abs(diagonal))))
-
-
-def _refactorised_change(C, E, K, residual, k_star, fitted_log_det, a_hat, w_hat):
-    """The same by factorising ``C' = C + E`` anew (``fitted_log_det``: ``log det C``). With
-    ``x = C'^{-1} [y - m, k'_*]``: ``k'^T_* C'^{-1} (y - m)``, ``k'^T_* C'^{-1} k'_*`` and
-    ``(y - m)^T C'^{-1} (y - m)`` are inner products with ``x``; ``a_hat`` and ``w_hat`` give
-    the fitted model's."""
-    as_float = [np.ascontiguousarray(a, dtype=np.float64) for a in (C, E, residual, k_star)]
-    log_det, cross, quadratic, fit = _factorised_products(*as_float[:2], K, *as_float[2:])
-    if not np.isfinite(log_det):
-        raise np.linalg.LinAlgError("the covariance with the new landmark is not positive definite")
-    return (cross - w_hat @ a_hat, w_hat @ w_hat - quadratic,
-            -0.5 * (log_det - fitted_log_det + fit - a_hat @ a_hat))  # fmt: skip
-
-
-@numba.njit(cache=True, nogil=True)
-def _factorised_products(C, E, K, residual, k_star):
-    """``(log det C', k'^T_* x_y, k'^T_* x_k, (y - m)^T x_y)`` with ``C'`` = ``C`` whose rows and
-    columns ``K`` are ``C[K] + E``, and ``[x_y, x_k] = C'^{-1} [y - m, k'_*]``; ``log det`` is
-    ``-inf`` where ``C'`` is not positive definite. Compiled without the GIL, so that a thread
-    pool factorises several points at once (SciPy's ``cholesky`` holds it); LAPACK's ``dpotrf``
-    needs C-contiguous float64 arrays."""
-    n = C.shape[0]
-    changed = C.copy()
-    for r in range(K.size):
-        for j in range(n):
-            changed[K[r], j] += E[r, j]
-    for r in range(K.size):
-        for j in range(n):
-            changed[j, K[r]] = changed[K[r], j]
-    if cholesky_inplace(changed) != 0:
-        return -np.inf, 0.0, 0.0, 0.0
-    log_det = 0.0
-    for i in range(n):
-        log_det += 2.0 * np.log(changed[i, i])
-    solved = np.empty((2, n))
-    solved[0] = residual
-    solved[1] = k_star
-    cholesky_solve_inplace(changed, solved)
-    return log_det, k_star @ solved[0], k_star @ solved[1], residual @ solved[0]
-
-
-@contextmanager
-def _squared_distances_as(kernels, squared):
-    """Each landmark kernel's covariance built on its given squared embedding distances."""
-    with ExitStack() as stack:
-        for kernel, value in zip(kernels, squared, strict=True):
-            stack.enter_context(kernel._squared_distances_as(value))
-        yield
-
-
-def _new_landmark_distances(kernel, X: np.ndarray, X_new: np.ndarray):
-    """``(to_new, own)``: the distances from the training points ``X`` to each new point's
-    landmark, ``(n, n_new)``, and from each new point to its own, ``(n_new,)`` (0); ``inf``
-    (a bump of 0) where the point gets no landmark in ``kernel``: it is one already, or the
-    training points are not the kernel's landmarks. A point with a column in the distance matrix
-    reads it; a point past the columns (a rectangular block, whose columns are the first rows)
-    reads its row, which needs a symmetric distance."""
-    dim = int(kernel.active_dims[0])
-    rows, points = X[:, dim].astype(np.int64), X_new[:, dim].astype(np.int64)
-    to_new = np.full((rows.size, points.size), np.inf)
-    own = np.full(points.size, np.inf)
-    if not _training_points_are_landmarks(kernel, X):
-        return to_new, own
-    values = kernel.distances.values
-    added = ~np.isin(points, kernel.landmarks)
-    own[added] = 0.0
-    in_columns = added & (points < kernel.distances.n_columns)
-    to_new[:, in_columns] = values[np.ix_(rows, points[in_columns])]
-    past = added & ~in_columns
-    if past.any():
-        block = np.asarray(values[np.ix_(rows, rows)], dtype=float)
-        asymmetry = float(np.max(np.abs(block - block.T)))
-        if asymmetry > 1e-5 * max(float(block.max()), np.finfo(float).tiny):
-            raise ValueError(
-                "`own_landmark_predictive` reads the distances to a new point past the columns "
-                "of a rectangular distance matrix from its row, which needs a symmetric "
-                f"distance, but the training points' distances of {kernel!r} differ from their "
-                f"transpose by up to {asymmetry:.3g}; pass a square matrix over every point"
-            )
-        to_new[:, past] = values[np.ix_(points[past], rows)].T
-    return to_new, own
-
-
-def _training_points_are_landmarks(kernel, X: np.ndarray) -> bool:
-    """Whether every training point of ``X`` is one of ``kernel``'s landmarks (``True``) or none
-    is (``False``); some but not all is an error: a new point cannot then enter the model as the
-    training points did."""
-    rows = X[:, int(kernel.active_dims[0])].astype(np.int64)
-    among = np.isin(rows, kernel.landmarks)
-    if among.any() and not among.all():
-        raise ValueError(
-            "`own_landmark_predictive` predicts a new point as the training points were fitted: "
-            f"each its own landmark, or none; but {int(among.sum())} of the {among.size} "
-            f"training points are landmarks of {kernel!r}. Predict with gp.conditional"
-        )
-    return bool(among.all())
-
-
-def _check_extendable(kernel) -> None:
-    """A new point can join ``kernel``'s landmarks: index mode (the point's distances are in the
-    distance matrix) and one bump for every landmark (the new landmark gets the same)."""
-    if kernel.feature_mode:
-        raise ValueError(
-            "`own_landmark_predictive` needs every landmark kernel in index mode (a new point's "
-            f"distances to the training points read from its distance matrix), but {kernel!r} "
-            "takes distances as features"
-        )
-    per_landmark = [name for name in ("radius", "amplitude", "shape")
-                    if getattr(kernel, name, pt.constant(0.0)).ndim > 0]  # fmt: skip
-    if per_landmark:
-        raise ValueError(
-            "`own_landmark_predictive` gives a new landmark the kernel's bump, so the bump "
-            f"parameters must be scalars, but {per_landmark} of {kernel!r} vary per landmark"
-        )
-
-
-def _threads(n_jobs) -> int:
-    """The number of threads ``n_jobs`` asks for: itself when positive, every CPU for -1."""
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer):
-        raise TypeError(f"`n_jobs` must be an integer, but got {type(n_jobs).__name__}")
-    if n_jobs == -1:
-        return os.cpu_count() or 1
-    if n_jobs < 1:
-        raise ValueError(f"`n_jobs` must be a positive integer or -1, but got {n_jobs}")
-    return int(n_jobs)
 
 
 def own_landmark_predictive(
@@ -521,21 +377,21 @@ def own_landmark_predictive(
     >>> new.coverage(y_test), new.logpdf(y_test).mean()  # doctest: +SKIP
     """
     model = pm.modelcontext(model)
-    threads = _threads(n_jobs)
-    _check_posterior_and_gp(idata, gp)
+    threads = thread_count(n_jobs)
+    check_posterior_and_gp(idata, gp)
     y = constant_value(gp.y)
     if y is None or y.ndim != 1:
         raise ValueError(
             "`gp` must have observed one output of shape (n,), but its `y` has shape "
             f"{None if y is None else y.shape}"
         )
-    kernels = _landmark_kernels(gp.cov_func)
+    kernels = landmark_kernels(gp.cov_func)
     for kernel in kernels:  # whether the training points are landmarks: at build
-        _check_extendable(kernel)
-    if isinstance(gp.sigma, Covariance) and _landmark_kernels(gp.sigma):
+        check_extendable(kernel)
+    if isinstance(gp.sigma, Covariance) and landmark_kernels(gp.sigma):
         raise ValueError(
             "`own_landmark_predictive` adds landmarks to the covariance, not to the noise, but "
-            f"the noise of `gp` holds {_landmark_kernels(gp.sigma)}"
+            f"the noise of `gp` holds {landmark_kernels(gp.sigma)}"
         )
     X_new = np.asarray(X_new)
     X = constant_value(gp.X)
@@ -576,10 +432,10 @@ def own_landmark_predictive(
                     found = prediction.predict([v[s] for v in values], points, map_)
                     means[s, columns], variances[s, columns], log_ratio[s, columns] = found
     except np.linalg.LinAlgError as error:
-        raise ValueError(_NOT_POSITIVE_DEFINITE) from error
+        raise ValueError(NOT_POSITIVE_DEFINITE) from error
     if not np.all(variances > 0.0):
-        raise ValueError(_NOT_POSITIVE_DEFINITE)
-    reff = _relative_efficiency(posterior[prediction.names], n_draws)
+        raise ValueError(NOT_POSITIVE_DEFINITE)
+    reff = relative_efficiency(posterior[prediction.names], n_draws)
     log_weights = np.full(log_ratio.shape, -np.log(n_draws))
     pareto_k = np.zeros(X_new.shape[0])
     weighted = np.flatnonzero(np.ptp(log_ratio, axis=0) > 0.0)  # equal ratios: equal weights

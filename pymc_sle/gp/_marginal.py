@@ -10,11 +10,10 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.gp.cov import BaseCovariance
 from pymc.gp.util import JITTER_DEFAULT, replace_with_values
-from pytensor.graph.basic import Constant, Variable
 from scipy import sparse as sparse_matrix
 
 from pymc_sle._pymc_compat import build_marginal_likelihood, product_factors
-from pymc_sle._validation import constant_value
+from pymc_sle._validation import can_change, constant_value
 from pymc_sle.gp._log_density import gaussian_logp
 from pymc_sle.gp._mixtures import inner_mixture
 from pymc_sle.gp._sparse_likelihood import SparseSLEProblem, draw
@@ -227,9 +226,7 @@ def _sparse_likelihood(cov_func, X, y, noise_func, jitter):
         or pt.as_tensor_variable(noise_func.sigma).type.ndim
     ):
         reasons.append("a noise that is not one scalar sigma")
-    if not sle.feature_mode and (
-        (isinstance(X, Variable) and not isinstance(X, Constant)) or constant_value(X) is None
-    ):
+    if not sle.feature_mode and (can_change(X) or constant_value(X) is None):
         reasons.append("an X that is not fixed numbers (pm.Data)")
     observed = constant_value(y)
     if observed is not None and observed.ndim != 1:

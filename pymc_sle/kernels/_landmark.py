@@ -8,9 +8,13 @@ from functools import cached_property
 import numpy as np
 import pytensor.tensor as pt
 from pymc.gp.cov import Covariance, Stationary
-from pytensor.graph.basic import Constant, Variable
 
-from pymc_sle._validation import as_index_array, check_positive_parameter, constant_value
+from pymc_sle._validation import (
+    as_index_array,
+    can_change,
+    check_positive_parameter,
+    constant_value,
+)
 from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
 from pymc_sle.kernels._embedding_ops import cross_squared_distances, dense_squared_distances
 from pymc_sle.kernels._inner import kernel_of_squared_distance, resolve_inner
@@ -182,7 +186,7 @@ class LandmarkCovariance(Covariance):
         """The same as numbers, when ``X`` is fixed (numbers or a constant; call after
         ``_to_landmarks`` has validated it). ``pm.Data`` does not count: ``pm.set_data`` could
         change it after a sparsity pattern was built from it."""
-        if isinstance(X, Variable) and not isinstance(X, Constant):
+        if can_change(X):
             return None
         if isinstance(X, SparseDistanceMatrix) and self.feature_mode:
             return _dense(self.sparse_to_landmarks(X))

@@ -7,20 +7,21 @@ import warnings
 import numpy as np
 import pytensor.tensor as pt
 from pymc.gp.cov import Stationary
-from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.basic import Variable
 
 from pymc_sle._pymc_compat import constant_upper_bound
 from pymc_sle._validation import (
     as_index_array,
+    can_change,
     check_finite_nonnegative,
     check_positive_parameter,
     constant_value,
 )
 from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.kernels._bump import bump
+from pymc_sle.kernels._bump_ops import bump_squared_distances
 from pymc_sle.kernels._embedding_ops import (
     SparsePattern,
-    bump_squared_distances,
     dense_squared_distances,
     sparse_squared_distances,
 )
@@ -57,17 +58,13 @@ def _prior_mass_outside(radius, low: float, high: float) -> tuple[float, float] 
 def _fixed_numbers(X, name: str) -> np.ndarray:
     """``X`` as numbers; ``TypeError`` naming ``name`` if it is symbolic (``pm.Data`` could
     change after a sparse pattern was built from it)."""
-    concrete = None if _is_symbolic_input(X) else constant_value(X)
+    concrete = None if can_change(X) else constant_value(X)
     if concrete is None:
         raise TypeError(
             f"`{name}` must be fixed numbers (an array or a constant) for sparse distances, but "
             f"got {type(X).__name__}"
         )
     return concrete
-
-
-def _is_symbolic_input(X) -> bool:
-    return isinstance(X, Variable) and not isinstance(X, Constant)
 
 
 def _is_random(value) -> bool:
