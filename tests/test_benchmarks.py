@@ -116,20 +116,6 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     assert "| target accept |" in text
 
 
-def test_own_landmark_speed_benchmark_quick(tmp_path, distance_cache):
-    """The variants give the same predictive (threads bit for bit); the rank-2k update, the
-    reach and the threads' speed-up are reported."""
-    (entry,) = run_quick("own_landmark_speed", tmp_path, "--cache", distance_cache)["entries"]
-    assert entry["benchmark"] == "one_d" and entry["n_test"] > 0
-    assert entry["max_difference_over_scale"] < 1e-10
-    # which path each point takes depends on the MAP's radius; tests/test_new_points.py runs
-    # both paths on purpose (at the model's own MAP, this split's points all refactorise)
-    assert 0 <= entry["low_rank_share_of_points"] <= 1
-    assert entry["speed_up"] > 0 and entry["runs"]["default"]["seconds"] > 0
-    assert entry["threads_equal"] and entry["thread_speed_up"] > 0
-    assert "| one_d | 20 |" in (tmp_path / "own_landmark_speed_quick.md").read_text()
-
-
 @pytest.mark.parametrize("entry", ["saxs", "saxs:x", "nope:1", "saxs:-1"])
 def test_studies_refuse_a_malformed_fit_entry(entry, capsys):
     """``--fits`` of the studies that sample the benchmark's splits again."""

@@ -143,30 +143,6 @@ def test_example_mixing_quick(run_study):
         assert 0 < fit["sigma_q05"] <= fit["sigma_median"]
 
 
-def test_coverage_quick(run_study, sphere):
-    stats = json.loads((run_study("coverage", "--mesh", sphere) / "coverage.json").read_text())
-    assert stats["settings"]["splits"] == 1
-    n_test = stats["Geometric Matérn"]["n"]
-    assert n_test == 60
-    for name in ("SLE, landmarks = training points", "SLE, landmarks = other vertices"):
-        result = stats[name]
-        assert result["n"] == n_test and 0 <= result["picp"] <= 1 and result["sd_z"] > 0
-        assert len(result["groups"]) == 4
-        assert sum(g["n"] for g in result["groups"]) == n_test
-    low = [g["low"] for g in stats["groups"]]
-    assert low == sorted(low) and low[0] > 0
-    (radius,) = stats["settings"]["map_radius"]
-    assert radius > 0
-    n_train = stats["settings"]["n_train"]
-    recipe_groups = stats["SLE, landmarks = training points"]["groups"]
-    for g, recipe in zip(stats["groups"], recipe_groups, strict=True):
-        assert 0 <= g["bumps_median"] <= n_train and g["embedding_nearest_median"] >= 0
-        assert -1 <= g["spearman_geodesic_embedding"] <= 1
-        halves = (g["contracted"], g["not_contracted"])
-        assert sum(h["n"] for h in halves) == recipe["n"]  # the two halves split the group
-        assert abs(halves[0]["n"] - halves[1]["n"]) <= 1
-
-
 def test_calibration_candidates_quick(run_study, sphere):
     from benchmarks.studies.calibration_candidates import BASELINE, QUICK_CANDIDATES
 
