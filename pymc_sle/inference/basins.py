@@ -290,11 +290,11 @@ def sample_basins(
     -------
     arviz.InferenceData
         ``posterior`` and ``sample_stats`` with ``chains`` chains. ``posterior.attrs`` holds the
-        ``target_accept`` used; with several basins, ``sample_stats["basin"]`` is each draw's
-        basin (0, 1, ... in order of radius), and (in
-        order of radius), their ``attrs`` hold ``basin_radius``, ``basin_weight``,
-        ``basin_draws``, ``basin_cuts`` (the radii where neighbouring intervals meet) and each
-        basin's ``basin_r_hat_max``, ``basin_ess_bulk_min``, ``basin_ess_tail_min`` and
+        ``target_accept`` used. With several basins, ``sample_stats["basin"]`` is each draw's
+        basin (0, 1, ... in order of radius), and the ``attrs`` hold, per basin in order of
+        radius, ``basin_radius``, ``basin_weight``, ``basin_draws``, ``basin_cuts`` (the radii
+        where neighbouring intervals meet) and each basin's ``basin_r_hat_max``,
+        ``basin_ess_bulk_min``, ``basin_ess_tail_min`` and
         ``basin_divergences`` (all of its chains' draws: the pooled ``sample_stats`` keep only
         the thinned ones), with the variables of its worst r-hat and smallest bulk ESS
         (``basin_r_hat_var``, ``basin_ess_bulk_var``).
