@@ -24,7 +24,7 @@ def test_log_density_equals_pymc_model_up_to_a_constant(data, inner):
     rows = np.arange(y.size)
     grid = grid_posterior(D, rows, y, inner=inner, n_radius=3, n_ls=3, n_scale=3)
     with pm.Model() as model:
-        priors = sle.priors.sle_priors(D, rows, y, start="prior")
+        priors = sle.priors.sle_priors(D, rows, y, inner=inner, start="prior")
         cov = priors["eta"] ** 2 * sle.SLE(D, radius=priors["radius"], ls=priors["ls"], inner=inner)
         gp = pm.gp.Marginal(cov_func=cov)
         gp.marginal_likelihood("y", X=rows[:, None], y=y, sigma=priors["sigma"])
