@@ -171,26 +171,6 @@ def sle_model(bench: Benchmark, ctx: Context, offset: float):
     return model, gp, priors, " ".join(m for m in said if m.startswith(_PRIOR_WARNINGS))
 
 
-def add_fit_arguments(p: argparse.ArgumentParser, example: str) -> None:
-    """The options of a study that samples chosen splits again: ``--fits`` (``benchmark:split``
-    entries, read by :func:`requested_fits`) and the meshes."""
-    p.add_argument("--fits", nargs="+", default=None, help=f"benchmark:split, e.g. {example}")
-    p.add_argument("--mesh", default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
-    p.add_argument("--bunny-mesh", default=SHARED_DATA / "stanford-bunny.obj")
-
-
-def requested_fits(p: argparse.ArgumentParser, entries) -> list[tuple[str, int]]:
-    """``benchmark:split`` entries as ``(benchmark, split)``; a malformed one is ``p.error``."""
-    out = []
-    for entry in entries:
-        name, _, split = entry.partition(":")
-        if name not in BENCHMARKS or not split.isdigit():
-            p.error(f"--fits entries must be benchmark:split with a benchmark in "
-                    f"{sorted(BENCHMARKS)}, but got {entry!r}")  # fmt: skip
-        out.append((name, int(split)))
-    return out
-
-
 def add_data_arguments(p: argparse.ArgumentParser, benchmarks: list[str]) -> None:
     """The options of a script over these benchmarks' data: result directory, distance cache,
     meshes, and which benchmarks (default ``benchmarks``)."""

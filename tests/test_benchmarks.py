@@ -116,22 +116,6 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     assert "| target accept |" in text
 
 
-@pytest.mark.parametrize("entry", ["saxs", "saxs:x", "nope:1", "saxs:-1"])
-def test_studies_refuse_a_malformed_fit_entry(entry, capsys):
-    """``--fits`` of the studies that sample the benchmark's splits again."""
-    import argparse
-
-    from benchmarks.nuts_data import add_fit_arguments, requested_fits
-
-    p = argparse.ArgumentParser()
-    add_fit_arguments(p, "saxs:2")
-    args = p.parse_args(["--fits", "strings:2", entry])
-    with pytest.raises(SystemExit):
-        requested_fits(p, args.fits)
-    assert "--fits entries must be benchmark:split with a benchmark in" in capsys.readouterr().err
-    assert requested_fits(p, ["strings:2", "saxs:0"]) == [("strings", 2), ("saxs", 0)]
-
-
 def test_nuts_convergence_runs_only_the_splits_asked_for(tmp_path, distance_cache):
     args = ["--benchmarks", "one_d", "--samplers", "pymc", "--models", "SLE", "--splits", "2",
             "--cache", distance_cache]  # fmt: skip
