@@ -1,13 +1,14 @@
 """The sparse exact likelihood: the supernodal factorisation, selected inversion, and the SLE-RBF
 log density and gradient against the dense path."""
 
+import numba
 import numpy as np
 import pymc as pm
 import pytest
 import scipy.sparse as sp
 
 import pymc_sle as sle
-from pymc_sle.gp import _supernodal
+from pymc_sle.gp import _sparse_likelihood, _sparse_prediction, _sparse_problem, _supernodal
 from pymc_sle.gp._sparse_likelihood import SparseSLEProblem, draw, log_density
 from pymc_sle.gp._supernodal_analysis import analyse
 from pymc_sle.kernels.baselines import RawLandmarkEmbedding
@@ -56,6 +57,22 @@ def test_factorisation_reports_an_indefinite_matrix():
     values = np.zeros(symbolic.n_values)
     values[symbolic.entry_index] = lower.data
     assert not _supernodal.factorize(symbolic, values)
+
+
+@pytest.mark.parametrize(
+    "module", [_supernodal, _sparse_likelihood, _sparse_prediction, _sparse_problem]
+)
+def test_the_sparse_kernels_release_the_gil(module):
+    """nutpie's chains are threads of one process: they run the sparse likelihood in parallel
+    only if its compiled kernels release the GIL."""
+    kernels = {
+        name: function
+        for name, function in vars(module).items()
+        if isinstance(function, numba.core.registry.CPUDispatcher)
+        and function.__module__ == module.__name__
+    }
+    assert kernels
+    assert [name for name, kernel in kernels.items() if not kernel.targetoptions.get("nogil")] == []
 
 
 def test_analyse_rejects_a_pattern_without_its_diagonal():

@@ -59,7 +59,7 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 PARAMETERS = ("radius", "amplitude", "shape", "ls", "scale", "noise")
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _embedding(distances, radius, amplitude, shape):
     """The bump :math:`a e^{\\beta(1 - t)}`, :math:`t = 1/(1 - d^2/r^2)`, and its derivatives in
     the radius and the shape (the amplitude's is ``phi / a``)."""
@@ -79,7 +79,7 @@ def _embedding(distances, radius, amplitude, shape):
     return phi, d_radius, d_shape
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _pair_quantities(phi, d_radius, d_shape, norms, pair_ptr, left, right, pair_i, pair_j):
     r"""Per pair: ``E``, ``G`` and the radius and shape derivatives of ``E``, from the products
     of ``_pair_products`` (entries the current radius leaves at 0 add 0). Then
@@ -113,7 +113,7 @@ def _pair_quantities(phi, d_radius, d_shape, norms, pair_ptr, left, right, pair_
 _UNDERFLOW = 745.0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _tilde(norms, squared, inner, pair_i, pair_j, rates, weights):
     """``sum_k w_k k~^k`` per pair (see the module docstring), without overflow; ``rates`` are
     ``c_k = a_k / ls**2`` in increasing order."""
@@ -137,7 +137,7 @@ def _tilde(norms, squared, inner, pair_i, pair_j, rates, weights):
     return tilde
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _norms(indptr, phi, d_radius, d_shape):
     n = indptr.size - 1
     norms = np.zeros(n)
@@ -151,7 +151,7 @@ def _norms(indptr, phi, d_radius, d_shape):
     return norms, norms_radius, norms_shape
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _gradient(
     pair_i, pair_j, selected, whitened, alpha, squared, squared_radius, squared_shape,
     norms, norms_radius, norms_shape, g_low_rank, low_rank, rates, weights, kept,

@@ -48,7 +48,7 @@ __all__ = ["predict"]
 _BATCH = 64
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _cross_batch(
     new_indptr, new_indices, new_phi, new_norms, col_ptr, col_rows, col_phi, norms, start,
     stop, rates, weights, scale, position, alpha, z,

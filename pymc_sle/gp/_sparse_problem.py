@@ -69,7 +69,7 @@ class SparseSLEProblem:
         return self.pair_i.size
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _columns(indptr, indices, n_landmarks):
     """The embedding's entries by landmark column: ``entries`` (CSR positions, column after
     column, each column's sorted by row), ``column_ptr``, and ``column_rows`` (the row of each)."""
@@ -89,7 +89,7 @@ def _columns(indptr, indices, n_landmarks):
     return entries, column_ptr, column_rows
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _pair_products(indptr, indices, pair_i, pair_j, n_landmarks):
     r"""The products that make up each pair's :math:`G_{ij} = \sum_k \phi_{ik}\phi_{jk}`:
     pair ``e`` sums ``phi[left[t]] * phi[right[t]]`` over ``t`` in ``pair_ptr[e]:pair_ptr[e+1]``

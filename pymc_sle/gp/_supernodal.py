@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _factorize(values, sn_start, rows_ptr, relative, l_ptr, child_ptr, children):
     n_sn = sn_start.size - 1
     updates = [np.empty(0) for _ in range(n_sn)]
@@ -94,7 +94,7 @@ def factorize(symbolic: SymbolicFactor, values: np.ndarray) -> bool:
     return _factorize(values, s.sn_start, s.rows_ptr, s.relative, s.l_ptr, s.child_ptr, s.children)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def log_determinant(factor, sn_start, rows_ptr, l_ptr):
     """``log |A| = 2 sum log L_ii``."""
     total = 0.0
@@ -105,7 +105,7 @@ def log_determinant(factor, sn_start, rows_ptr, l_ptr):
     return 2.0 * total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def forward_solve(factor, sn_start, rows_ptr, rows, l_ptr, rhs):
     """``L^{-1} rhs`` for ``rhs`` of shape (n, q), in the factor's numbering, in place.
 
@@ -134,7 +134,7 @@ def forward_solve(factor, sn_start, rows_ptr, rows, l_ptr, rhs):
     return rhs
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def backward_solve(factor, sn_start, rows_ptr, rows, l_ptr, rhs):
     """``L^{-T} rhs`` for ``rhs`` of shape (n, q), in the factor's numbering, in place.
 
@@ -162,14 +162,14 @@ def backward_solve(factor, sn_start, rows_ptr, rows, l_ptr, rhs):
     return rhs
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def solve(factor, sn_start, rows_ptr, rows, l_ptr, rhs):
     """``A^{-1} rhs`` for ``rhs`` of shape (n, q), in the factor's numbering, in place."""
     forward_solve(factor, sn_start, rows_ptr, rows, l_ptr, rhs)
     return backward_solve(factor, sn_start, rows_ptr, rows, l_ptr, rhs)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def multiply_factor(factor, sn_start, rows_ptr, rows, l_ptr, x):
     """``L x`` for ``x`` of shape (n, q), in the factor's numbering."""
     out = np.zeros_like(x)
@@ -184,7 +184,7 @@ def multiply_factor(factor, sn_start, rows_ptr, rows, l_ptr, x):
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _selected_inverse(factor, sn_start, sn_parent, rows_ptr, relative, l_ptr, child_ptr, children):
     n_sn = sn_start.size - 1
     inverse = np.empty_like(factor)
