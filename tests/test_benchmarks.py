@@ -11,7 +11,6 @@ from conftest import run_module
 
 from benchmarks.nuts_convergence import SAMPLED_AS
 from benchmarks.paper import results_csv, runner, summary
-from benchmarks.runtime_sparsity import KINDS
 
 
 def run_quick(script: str, out: Path, *args: str) -> dict:
@@ -51,18 +50,6 @@ def test_performance_benchmark_quick(tmp_path):
     assert {row["backend"] for row in rows} == {"C"}
     assert all(row["floor"] > 0 and row["sle_sparse_0.05"] > 0 for row in rows)
     assert (tmp_path / "performance_quick.md").read_text().startswith("# Log-likelihood")
-
-
-def test_runtime_sparsity_benchmark_quick(tmp_path):
-    rows = run_quick("runtime_sparsity", tmp_path)["rows"]
-    assert [row["backend"] for row in rows] == ["C"]
-    row = rows[0]
-    assert all(row[k] > 0 for k in KINDS)
-    assert row["sle_auto_ratio"] == pytest.approx(row["sle_auto"] / row["fast_matern"])
-    assert row["auto_over_dense_dense_fill"] == pytest.approx(
-        row["sle_auto_dense_fill"] / row["sle_dense_dense_fill"]
-    )
-    assert "| C |" in (tmp_path / "runtime_sparsity_quick.md").read_text()
 
 
 def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
@@ -218,14 +205,6 @@ def test_nuts_convergence_targets_report_each_figure():
                "basin_rule": "dips > 3 nats, mass >= 1 %"}]  # fmt: skip
     checked = [c for c in targets(aggregate(nutpie), n_splits=1) if c["target"] == "r-hat <= 1.01"]
     assert [(c["where"], c["value"]) for c in checked] == [("teddy_400 / nutpie", "1.001")]
-
-
-def test_nuts_teddy_benchmark_quick(tmp_path, icosphere_obj):
-    mesh = icosphere_obj(2)
-    results = run_quick("nuts_teddy", tmp_path, "--mesh", mesh, "--samplers", "pymc", "nutpie")
-    assert results["n_vertices"] == 162 and results["n_train"] == 60
-    for name in ("pymc", "nutpie"):
-        assert results["samplers"][name]["ess_bulk_min"] > 0
 
 
 def run_paper(script: str, out: Path, cache: Path, *args: str) -> list[dict]:

@@ -57,17 +57,6 @@ def test_distortion_quick(run_study):
     assert stats["spearman"]["sw2_vs_w2"] > 0.8  # sliced W2 orders pairs like exact W2
 
 
-def test_why_sle_quick_sle_is_psd_where_the_distance_kernels_need_not_be(run_study, sphere):
-    stats = json.loads((run_study("why_sle", "--mesh", sphere) / "why_sle.json")
-                       .read_text())  # fmt: skip
-    for curves in stats["results"].values():
-        assert len(curves) == 4
-        for kernel, values in curves.items():
-            assert len(values) == len(stats["scales"])
-            if kernel.startswith("SLE"):
-                assert min(values) > -1e-12, kernel  # PSD for any distance
-
-
 def test_ablation_quick(run_study, sphere):
     out = run_study("ablation", "--teddy-mesh", sphere, "--bunny-mesh", sphere)
     for name in ("teddy", "bunny_sines"):
