@@ -7,15 +7,20 @@ Exact LOO with ``own_landmark="drop"`` removes that landmark from the model fitt
 point (:func:`own_columns`); :func:`~pymc_sle.evaluation.new_points.own_landmark_predictive`
 predicts a new point as the training points were fitted, the point added to the landmarks
 (:func:`new_landmark_distances`, after :func:`check_extendable`).
+
+Both are one operation on a covariance graph that the kernels build as usual: a rebuild
+(``pytensor.graph.graph_replace``) on other landmark distances (:func:`on_landmark_blocks`,
+a dropped landmark's column set to ``inf``) or on other squared embedding distances
+(:func:`on_squared_distances`, a new landmark's term added). The kernels are never changed.
 """
 
 from __future__ import annotations
 
-from contextlib import ExitStack, contextmanager
-
 import numpy as np
 import pytensor.tensor as pt
 from pymc.gp.cov import Covariance
+from pytensor.graph import graph_replace
+from pytensor.graph.traversal import ancestors
 
 from pymc_sle.kernels import LandmarkCovariance
 
@@ -126,10 +131,26 @@ def check_extendable(kernel) -> None:
         )
 
 
-@contextmanager
-def squared_distances_as(kernels, squared):
-    """Each landmark kernel's covariance built on its given squared embedding distances."""
-    with ExitStack() as stack:
-        for kernel, value in zip(kernels, squared, strict=True):
-            stack.enter_context(kernel._squared_distances_as(value))
-        yield
+def on_squared_distances(outputs, kernels, squared) -> list:
+    """``outputs`` rebuilt with each landmark kernel's squared embedding distances replaced by
+    ``squared`` (one tensor per kernel, of the shape they replace): the covariance of points
+    whose embedding distances were computed elsewhere, e.g. with a landmark added. Finds the
+    tensors each kernel's ``full`` tagged (:meth:`~pymc_sle.kernels.LandmarkCovariance.full`)."""
+    replacement = {id(kernel): value for kernel, value in zip(kernels, squared, strict=True)}
+    found = {}
+    for variable in ancestors(outputs):
+        kernel = getattr(variable.tag, "squared_embedding_of", None)
+        if kernel is not None and id(kernel) in replacement:
+            found[variable] = replacement[id(kernel)]
+    missing = {id(k) for k in kernels} - {id(v.tag.squared_embedding_of) for v in found}
+    if missing:
+        raise RuntimeError("a landmark kernel's squared embedding distances are not in the graph")
+    return graph_replace(outputs, found, strict=False)
+
+
+def on_landmark_blocks(outputs, kernels, blocks) -> list:
+    """``outputs`` rebuilt on other landmark distances: each index-mode kernel's
+    :attr:`~pymc_sle.kernels.LandmarkCovariance.landmark_block` replaced by ``blocks`` (one
+    per kernel, e.g. with a landmark's column set to ``inf`` to drop it)."""
+    replacement = {k.landmark_block: b for k, b in zip(kernels, blocks, strict=True)}
+    return graph_replace(outputs, replacement, strict=False)

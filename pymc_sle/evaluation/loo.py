@@ -41,14 +41,13 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 from pymc.gp.util import JITTER_DEFAULT
-from pytensor.graph import graph_replace
 from scipy import stats
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
 from pymc_sle._pymc_compat import build_marginal_likelihood
 from pymc_sle._validation import constant_value
-from pymc_sle.evaluation._landmarks import landmark_kernels, own_columns
+from pymc_sle.evaluation._landmarks import landmark_kernels, on_landmark_blocks, own_columns
 from pymc_sle.evaluation._posterior import (
     NOT_POSITIVE_DEFINITE,
     check_posterior_and_gp,
@@ -148,10 +147,8 @@ class _DroppedOwnLandmarks:
         X = constant_value(gp.X)
         X_var = pt.tensor("X", dtype=X.dtype, shape=(None, X.shape[1]))
         blocks = [k.landmark_block.type(f"landmark_block_{j}") for j, k in enumerate(kernels)]
-        mean, cov = graph_replace(
-            build_marginal_likelihood(gp, X_var, gp.sigma, jitter),
-            {k.landmark_block: b for k, b in zip(kernels, blocks, strict=True)},
-            strict=False,
+        mean, cov = on_landmark_blocks(
+            build_marginal_likelihood(gp, X_var, gp.sigma, jitter), kernels, blocks
         )
         rows = pt.lvector("rows")
         lower = pt.linalg.cholesky(cov)

@@ -55,7 +55,7 @@ from pymc_sle.evaluation._landmarks import (
     check_extendable,
     landmark_kernels,
     new_landmark_distances,
-    squared_distances_as,
+    on_squared_distances,
 )
 from pymc_sle.evaluation._posterior import (
     NOT_POSITIVE_DEFINITE,
@@ -207,8 +207,7 @@ class _OwnLandmarkPrediction:
         star_sq = [k.square_embedding_distance(X_new, gp.X)
                    + (k._embed(o[None, :])[0][:, None] - d.T) ** 2
                    for k, o, d in zip(self.kernels, own, delta, strict=True)]  # fmt: skip
-        with squared_distances_as(self.kernels, star_sq):
-            k_star = gp.cov_func(X_new, gp.X)
+        (k_star,) = on_squared_distances([gp.cov_func(X_new, gp.X)], self.kernels, star_sq)
         k_star_star = gp.cov_func(X_new, diag=True)
         if pred_noise:
             k_star_star = k_star_star + gp.sigma(X_new, diag=True)
@@ -225,10 +224,9 @@ class _OwnLandmarkPrediction:
         fit_sq = [s[rows] for s in train_sq_in]
         own_sq = [f + (d[rows, points][:, None] - d[:, points].T) ** 2
                   for f, d in zip(fit_sq, delta_in, strict=True)]  # fmt: skip
-        with squared_distances_as(self.kernels, own_sq):
-            own_rows = gp.cov_func(X_rows, gp.X)
-        with squared_distances_as(self.kernels, fit_sq):
-            fit_rows = gp.cov_func(X_rows, gp.X)
+        rows_cov = gp.cov_func(X_rows, gp.X)
+        (own_rows,) = on_squared_distances([rows_cov], self.kernels, own_sq)
+        (fit_rows,) = on_squared_distances([rows_cov], self.kernels, fit_sq)
         self._updates = pm.pytensorf.compile(
             [*inputs, X_rows, rows, points, *train_sq_in, *delta_in], own_rows - fit_rows,
             allow_input_downcast=True, on_unused_input="ignore",

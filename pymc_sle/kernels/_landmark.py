@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from functools import cached_property
 
 import numpy as np
@@ -63,7 +62,6 @@ class LandmarkCovariance(Covariance):
         active_dims=None,
     ):
         super().__init__(input_dim, active_dims)
-        self._squared_override = None
         self.ls = pt.as_tensor_variable(check_positive_parameter("ls", ls, None))
         self.inner = resolve_inner(inner, inner_kwargs)
         if distances is None:
@@ -125,20 +123,6 @@ class LandmarkCovariance(Covariance):
         (``pytensor.graph.graph_replace``) evaluates the kernel with other distances, e.g. a
         landmark set to ``inf`` to drop it (:func:`~pymc_sle.evaluation.loo.exact_loo`)."""
         return None if self.feature_mode else self._landmark_block
-
-    @contextmanager
-    def _squared_distances_as(self, squared: pt.TensorVariable):
-        """Within the block, ``square_embedding_distance`` -- and so ``full`` -- returns
-        ``squared``, whatever points it is given: the covariance of points whose squared embedding
-        distances were computed elsewhere, e.g. with a landmark added
-        (:func:`~pymc_sle.evaluation.new_points.own_landmark_predictive`). The caller gives
-        ``squared`` the shape of the points the covariance is built on."""
-        saved = self._squared_override
-        self._squared_override = squared
-        try:
-            yield
-        finally:
-            self._squared_override = saved
 
     @property
     def n_landmarks(self) -> int:
@@ -215,8 +199,6 @@ class LandmarkCovariance(Covariance):
         Non-negative, accurate where embeddings nearly coincide, and exactly 0 between equal
         distance rows (duplicates, the diagonal): see ``pymc_sle.kernels._embedding_loops``.
         """
-        if self._squared_override is not None:
-            return self._squared_override
         to_landmarks = self._to_landmarks(X, "X")
         if Xs is None:
             return self._training_squared_distances(X, to_landmarks)
@@ -225,7 +207,12 @@ class LandmarkCovariance(Covariance):
         )
 
     def full(self, X, Xs=None) -> pt.TensorVariable:
-        return self._kernel_of_squared_distance(self.square_embedding_distance(X, Xs))
+        """The kernel of :meth:`square_embedding_distance`. That tensor is tagged with this
+        kernel (``tag.squared_embedding_of``), so that a graph built on it can be rebuilt on
+        other squared distances (:func:`pymc_sle.evaluation._landmarks.on_squared_distances`)."""
+        squared = self.square_embedding_distance(X, Xs)
+        squared.tag.squared_embedding_of = self
+        return self._kernel_of_squared_distance(squared)
 
     def diag(self, X) -> pt.TensorVariable:
         n = self._to_landmarks(X, "X").shape[0]
