@@ -4,8 +4,8 @@ Each Op has a ``jax.numpy`` implementation here; the C and NUMBA backends run th
 kernels. ``pymc_sle.kernels`` and ``pymc_sle.gp`` import this module, so the JAX backend knows
 every Op as soon as a graph can hold one; without JAX installed nothing is registered.
 
-- **Embedding distances** run dense on JAX -- the same values and gradients; the sparse pattern
-  and the bump's support are a C/NUMBA speed-up. The forward is computed as the numba loops do:
+- **Embedding distances** run dense on JAX -- the same values and gradients; the bump's
+  support is a C/NUMBA speed-up. The forward is computed as the numba loops do:
   centred, expanded, and the cancelled entries recomputed from differences.
 - **The Gaussian log density** factorises with ``jnp.linalg.cholesky``; a covariance that is not
   positive definite gives ``-inf`` and zero gradients, as on the other backends.
@@ -33,8 +33,6 @@ from pymc_sle.kernels._embedding_ops import (
     _CrossSquaredDistances,
     _dense_gradient_formula,
     _DenseSquaredDistances,
-    _SparseSquaredDistances,
-    _SparseSquaredDistancesGrad,
 )
 from pymc_sle.kernels._inputs import _CheckedInput
 
@@ -92,13 +90,6 @@ def _jax_gaussian_log_density(op, node=None, **kwargs):
         return log_density, 0.5 * (jnp.outer(alpha, alpha) - inverse), -alpha
 
     return gaussian_log_density
-
-
-# JAX gets the pattern densified: correct on every backend, sparse-fast on C and NUMBA. The
-# pattern is a graph constant, so its column of every entry is computed once, here.
-def _columns(node):
-    col_ptr = node.inputs[1].data
-    return col_ptr.size - 1, np.repeat(np.arange(col_ptr.size - 1), np.diff(col_ptr))
 
 
 def accurate_squared_distances(phi, phi_other, symmetric: bool):
@@ -182,27 +173,6 @@ def _jax_bump_block_backward(op, node=None, **kwargs):
     return bump_squared_distances_block_grad
 
 
-def _jax_forward(op, node=None, **kwargs):
-    n = op.n_rows
-    m, cols = _columns(node)
-
-    def forward(values, col_ptr, row_index):
-        phi = jnp.zeros((n, m), dtype=values.dtype).at[row_index, cols].set(values)
-        return squared_distances(phi)
-
-    return forward
-
-
-def _jax_backward(op, node=None, **kwargs):
-    m, cols = _columns(node)
-
-    def backward(values, col_ptr, row_index, grad):
-        phi = jnp.zeros((grad.shape[0], m), dtype=values.dtype).at[row_index, cols].set(values)
-        return dense_gradient(phi, grad)[row_index, cols]
-
-    return backward
-
-
 #: Each Op and the function that gives ``jax_funcify`` its JAX implementation.
 _IMPLEMENTATIONS = {
     _CheckedInput: _jax_checked_input,
@@ -213,8 +183,6 @@ _IMPLEMENTATIONS = {
     _BumpEmbeddingGrad: _jax_bump_embedding_backward,
     _BumpSquaredDistancesGrad: _jax_bump_backward,
     _BumpSquaredDistancesBlockGrad: _jax_bump_block_backward,
-    _SparseSquaredDistances: _jax_forward,
-    _SparseSquaredDistancesGrad: _jax_backward,
 }
 
 if jax_funcify is not None:

@@ -22,11 +22,8 @@ from pymc_sle.datasets import one_dimensional
 from pymc_sle.gp import GaussianLogDensity, gaussian_logp
 from pymc_sle.kernels._bump import bump
 from pymc_sle.kernels._bump_ops import _BumpSquaredDistances, bump_squared_distances
-from pymc_sle.kernels._embedding_ops import (
-    SparsePattern,
-    dense_squared_distances,
-    sparse_squared_distances,
-)
+from pymc_sle.kernels._embedding_loops import sparse_backward, sparse_forward
+from pymc_sle.kernels._embedding_ops import dense_squared_distances
 
 
 def compile_fn(inputs, outputs, mode):
@@ -157,24 +154,26 @@ def reference_squared(phi):
     ("n", "m", "fill"), [(1, 3, 1.0), (9, 4, 0.5), (25, 40, 0.2), (30, 7, 0.0)]
 )
 def test_dense_and_sparse_distances_equal_the_reference(mode, n, m, fill):
+    """The dense Op, and the sparse loops on the embedding stored by landmark (the layout the
+    bump's sparse branch builds), forward and gradient."""
     mask, phi = sparse_embedding(n, m, fill, seed=n + m)
-    pattern = SparsePattern(mask)
     weights = np.random.default_rng(0).normal(size=(n, n))
-    phi_var, values = pt.dmatrix("phi"), pt.dvector("values")
+    phi_var = pt.dmatrix("phi")
     generic = pt.sum(pt.sqr(phi_var[:, None, :] - phi_var[None, :, :]), axis=-1)
     dense = dense_squared_distances(phi_var)
-    sparse = sparse_squared_distances(values, pattern)
-    outputs = [generic, dense, sparse]
-    outputs += [pt.grad((o * weights).sum(), phi_var) for o in (generic, dense)]
-    outputs += [pt.grad((sparse * weights).sum(), values)]
-    f = compile_fn([phi_var, values], outputs, mode)
-    ref, d, s, g_ref, g_dense, g_sparse = f(phi, pattern.gather(phi))
+    outputs = [generic, dense] + [pt.grad((o * weights).sum(), phi_var) for o in (generic, dense)]
+    ref, d, g_ref, g_dense = compile_fn([phi_var], outputs, mode)(phi)
+    cols, rows = np.nonzero(mask.T)  # column by column
+    col_ptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=m))]).astype(np.int64)
+    values, rows = phi[rows, cols], rows.astype(np.int64)
+    s = sparse_forward(values, col_ptr, rows, n)
+    g_sparse = sparse_backward(values, col_ptr, rows, weights)
     np.testing.assert_allclose(ref, reference_squared(phi), atol=1e-12)
     np.testing.assert_allclose(d, ref, atol=1e-12)
     np.testing.assert_allclose(s, ref, atol=1e-12)
     assert (np.diag(s) == 0).all()
     np.testing.assert_allclose(g_dense, g_ref, atol=1e-10)
-    np.testing.assert_allclose(g_sparse, pattern.gather(g_ref), atol=1e-10)
+    np.testing.assert_allclose(g_sparse, g_ref[rows, cols], atol=1e-10)
 
 
 def planar_distances(n, m, seed):
@@ -311,17 +310,6 @@ def test_bump_distances_validate_max_fill():
         bump_squared_distances(pt.dmatrix("block"), 1.0, 1.0, 1.0, 1.5)
 
 
-def test_sparse_pattern_layout():
-    mask = np.array([[1, 0, 1], [0, 0, 1], [1, 0, 0]], dtype=bool)
-    pattern = SparsePattern(mask)
-    assert pattern.col_ptr.tolist() == [0, 2, 2, 4]
-    assert pattern.row_index.tolist() == [0, 2, 0, 1]
-    assert pattern.col_index.tolist() == [0, 0, 2, 2]
-    assert pattern.nnz == 4 and pattern.fill == pytest.approx(4 / 9)
-    with pytest.raises(ValueError, match="`mask` must be 2-D"):
-        SparsePattern(np.ones(3, dtype=bool))
-
-
 # -- SLE: sparse vs dense, radius_max ----------------------------------------------------------
 
 
@@ -335,13 +323,14 @@ def planar():
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("inner", ["matern32", "rbf"])
 @pytest.mark.parametrize("per_landmark", [False, True])
-def test_sle_sparse_equals_dense(planar, mode, inner, per_landmark):
+def test_sle_sparse_branch_equals_dense(planar, mode, inner, per_landmark):
+    """``auto`` at 7.5 % fill (its sparse products) against ``dense``."""
     X = np.arange(40)[:, None]
     radius, ls = pt.dscalar("radius"), pt.dscalar("ls")
     amplitude = pt.dvector("amplitude") if per_landmark else 1.0
     weights = np.random.default_rng(1).normal(size=(40, 40))
     outputs = []
-    for embedding in ("dense", "sparse"):
+    for embedding in ("dense", "auto"):
         cov = SLE(
             planar, radius=radius, ls=ls, amplitude=amplitude, radius_max=0.45,
             inner=inner, embedding=embedding,
@@ -350,7 +339,7 @@ def test_sle_sparse_equals_dense(planar, mode, inner, per_landmark):
         wrt = [radius, ls] + ([amplitude] if per_landmark else [])
         outputs += [K, *pt.grad((K * weights).sum(), wrt)]
     inputs = [radius, ls] + ([amplitude] if per_landmark else [])
-    values = [0.3, 0.8] + ([np.linspace(0.5, 1.5, 40)] if per_landmark else [])
+    values = [0.15, 0.8] + ([np.linspace(0.5, 1.5, 40)] if per_landmark else [])
     out = compile_fn(inputs, outputs, mode)(*values)
     half = len(out) // 2
     for dense, sparse in zip(out[:half], out[half:], strict=True):
@@ -396,7 +385,7 @@ def test_sle_with_an_unbounded_radius_follows_its_support_at_run_time(
 
 def test_each_embedding_takes_its_own_ops(planar):
     """``auto`` finds the support at run time whatever the radius (its branch is chosen at run
-    time); ``sparse`` uses the pattern below ``radius_max``; ``dense`` neither."""
+    time); ``dense`` does not look for one."""
     X = np.arange(40)[:, None]
 
     def op_names(cov):
@@ -404,13 +393,9 @@ def test_each_embedding_takes_its_own_ops(planar):
 
     for radius in (0.1, 2.0):
         assert "_BumpSquaredDistances" in op_names(SLE(planar, radius=radius, ls=1.0))
-    sparse = SLE(planar, radius=0.1, ls=1.0, embedding="sparse")
-    assert "_SparseSquaredDistances" in op_names(sparse)
     dense = SLE(planar, radius=2.0, ls=1.0, embedding="dense")
-    assert {"_SparseSquaredDistances", "_BumpSquaredDistances"}.isdisjoint(op_names(dense))
-    np.testing.assert_allclose(
-        sparse(X).eval(), SLE(planar, radius=0.1, ls=1.0, embedding="dense")(X).eval(), atol=1e-12
-    )
+    assert "_BumpSquaredDistances" not in op_names(dense)
+    assert "_DenseSquaredDistances" in op_names(dense)
 
 
 def test_radius_max_is_inferred_from_a_fixed_radius_or_a_bounded_prior(planar):
@@ -430,27 +415,18 @@ def test_a_random_radius_is_capped_at_radius_max(planar):
     np.testing.assert_allclose(capped(0.9), SLE(planar, radius=0.3, ls=1.0)(X).eval(), atol=1e-12)
 
 
-def test_sparse_embedding_validators(planar):
+def test_embedding_validators(planar):
     X = np.arange(40)[:, None]
-    with pytest.raises(ValueError, match="`embedding` must be one of"):
+    with pytest.raises(ValueError, match=r"`embedding` must be one of .*'dense'.*, but got 'csr'"):
         SLE(planar, radius=0.3, ls=1.0, embedding="csr")
-    with pytest.raises(ValueError, match="embedding='sparse' needs a bounded radius"):
-        SLE(planar, radius=pt.dscalar("r"), ls=1.0, embedding="sparse")
     with pytest.raises(ValueError, match=r"`radius_max` must be >= `radius`.*0\.2.*0\.3"):
         SLE(planar, radius=0.3, ls=1.0, radius_max=0.2)
     with pytest.raises(ValueError, match="`radius_max` must be"):
         SLE(planar, radius=0.3, ls=1.0, radius_max=-1.0)
-    sparse = SLE(planar, radius=0.3, ls=1.0, embedding="sparse")
-    with pytest.raises(ValueError, match="needs a fixed `X`"):
-        sparse(pt.dmatrix("X"))
-    with pm.Model(), pytest.raises(ValueError, match=r"not pm\.Data"):
-        sparse(pm.Data("X", X.astype(float)))
     auto = SLE(planar, radius=0.05, ls=1.0)
-    with pm.Model():
+    with pm.Model():  # inputs that pm.set_data could change: the support is found at run time
         data = pm.Data("X", X.astype(float))
-        assert auto.sparse_pattern(data) is None  # pm.set_data could change it later
         np.testing.assert_allclose(auto(data).eval(), auto(X).eval(), atol=1e-12)
-    np.testing.assert_allclose(sparse(X).eval(), SLE(planar, radius=0.3, ls=1.0)(X).eval())
 
 
 # -- pymc_sle.gp.Marginal ----------------------------------------------------------------------

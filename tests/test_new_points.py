@@ -30,9 +30,7 @@ def _sle_model(D, y, embedding="auto", landmarks=None, white=0.0):
     with pm.Model() as model:
         radius = pm.LogNormal("radius", np.log(0.6), 0.2)
         ls = pm.LogNormal("ls", 0.0, 0.5)
-        radius_max = {"radius_max": 1.5} if embedding == "sparse" else {}
-        cov = 1.5 * sle.SLE(D, landmarks=landmarks, radius=radius, ls=ls, embedding=embedding,
-                            **radius_max)  # fmt: skip
+        cov = 1.5 * sle.SLE(D, landmarks=landmarks, radius=radius, ls=ls, embedding=embedding)
         if white:
             cov = cov + pm.gp.cov.WhiteNoise(white)
         gp = sle.gp.Marginal(cov_func=cov)
@@ -61,11 +59,11 @@ def _one_value(radius=0.7, ls=1.3, draws=2):
 @pytest.mark.parametrize(
     ("embedding", "dtype", "pred_noise", "radius", "low_rank_share", "white"),
     [("auto", "float64", True, 0.7, 0.5, 0.0), ("dense", "float64", True, 0.7, 0.5, 0.0),
-     ("sparse", "float64", True, 0.7, 0.5, 0.0), ("auto", "float32", True, 0.7, 0.5, 0.0),
+     ("auto", "float32", True, 0.7, 0.5, 0.0),
      ("auto", "float64", False, 0.7, 0.5, 0.0), ("auto", "float64", True, 0.3, 0.5, 0.0),
      ("auto", "float64", True, 0.7, 2.0, 0.0), ("auto", "float64", True, 0.7, 0.0, 0.0),
      ("auto", "float64", True, 0.3, 2.0, 0.3)],
-    ids=["auto", "dense", "sparse", "float32 distances", "latent", "small bumps",
+    ids=["auto", "dense", "float32 distances", "latent", "small bumps",
          "every point low-rank", "every point refactorised", "a white-noise term"],
 )  # fmt: skip
 def test_each_new_point_is_predicted_by_the_sle_with_it_among_the_landmarks(

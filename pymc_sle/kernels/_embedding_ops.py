@@ -22,15 +22,12 @@ nearly coincide (column means subtracted, cancelled entries recomputed from diff
 **Dense** (:func:`dense_squared_distances`): one ``phi @ phi.T`` forward (numba kernel on the C
 and NUMBA backends, ``jax.numpy`` on JAX) whose gradient is that expression in PyTensor ops.
 
-**Sparse** (:func:`sparse_squared_distances`): when the support of :math:`\Phi` is known in advance
--- a fixed radius, or a radius bounded by ``r_max``, so that :math:`\phi_{ik} = 0` wherever
-:math:`d_{ik} \ge r_{\max}` -- only the values on that pattern are computed. Stored by landmark
-(column ``k`` has rows :math:`R_k`), both :math:`\Phi\Phi^\top` and :math:`S\Phi` on the pattern
-cost :math:`\sum_k |R_k|^2 = n\,\bar s^2` multiply-adds for a square problem (:math:`\bar s` the
-mean non-zeros per row) instead of :math:`n^2 m`.
-
-**Bump**: the bump embedding on its support found at run time, whatever the radius prior
-(:mod:`pymc_sle.kernels._bump_ops`), on the sparse kernels above or the dense ones.
+**Bump** (:mod:`pymc_sle.kernels._bump_ops`): the bump embedding on its support found at run
+time, whatever the radius prior. Where that support is small, the embedding is stored by
+landmark (column ``k`` has rows :math:`R_k`), and both :math:`\Phi\Phi^\top` and :math:`S\Phi`
+cost :math:`\sum_k |R_k|^2 = n\,\bar s^2` multiply-adds for a square problem (:math:`\bar s`
+the mean non-zeros per row) instead of :math:`n^2 m` (the sparse loops of
+:mod:`pymc_sle.kernels._embedding_loops`); elsewhere it takes the dense kernels above.
 """
 
 from __future__ import annotations
@@ -38,7 +35,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import numba_funcify
@@ -47,16 +43,9 @@ from pymc_sle._blas_threads import one_blas_thread_in_workers
 from pymc_sle.kernels._embedding_loops import (
     cross_forward,
     dense_forward,
-    sparse_backward,
-    sparse_forward,
 )
 
-__all__ = [
-    "SparsePattern",
-    "cross_squared_distances",
-    "dense_squared_distances",
-    "sparse_squared_distances",
-]
+__all__ = ["cross_squared_distances", "dense_squared_distances"]
 
 
 class _DenseSquaredDistances(Op):
@@ -152,124 +141,3 @@ def cross_squared_distances(phi, phi_other) -> pt.TensorVariable:
     r""":math:`\lVert \phi_i - \phi'_j \rVert^2` between the rows of two embeddings (prediction
     cross-covariances); exactly 0 for equal rows."""
     return _CrossSquaredDistances()(phi, phi_other)
-
-
-class SparsePattern:
-    """Where an ``(n, m)`` embedding can be non-zero, stored by column (landmark).
-
-    Parameters
-    ----------
-    mask : ndarray of bool, shape (n, m)
-        True where the embedding may be non-zero.
-
-    Attributes
-    ----------
-    col_ptr, row_index : ndarray of int64
-        Column ``k`` holds rows ``row_index[col_ptr[k]:col_ptr[k + 1]]`` (CSC layout).
-    col_index : ndarray of int64
-        The column of every stored entry.
-    """
-
-    def __init__(self, mask: np.ndarray):
-        mask = np.asarray(mask, dtype=bool)
-        if mask.ndim != 2:
-            raise ValueError(f"`mask` must be 2-D, but has shape {mask.shape}")
-        self.shape = mask.shape
-        cols, rows = np.nonzero(mask.T)
-        self.row_index = rows.astype(np.int64)
-        self.col_index = cols.astype(np.int64)
-        self.col_ptr = np.zeros(mask.shape[1] + 1, dtype=np.int64)
-        np.cumsum(np.bincount(cols, minlength=mask.shape[1]), out=self.col_ptr[1:])
-
-    @property
-    def nnz(self) -> int:
-        return int(self.row_index.size)
-
-    @property
-    def fill(self) -> float:
-        """Mean fraction of non-zeros per row, ``s_bar / m``."""
-        return self.nnz / max(self.shape[0] * self.shape[1], 1)
-
-    def gather(self, block: np.ndarray) -> np.ndarray:
-        """The entries of an ``(n, m)`` array on the pattern, in storage order."""
-        return np.ascontiguousarray(block[self.row_index, self.col_index])
-
-
-class _SparseSquaredDistances(Op):
-    """``(values, col_ptr, row_index) -> Delta`` for an embedding of ``n_rows`` stored by column."""
-
-    __props__ = ("n_rows",)
-
-    def __init__(self, n_rows: int):
-        self.n_rows = int(n_rows)
-
-    def make_node(self, values, col_ptr, row_index):
-        inputs = [
-            pt.cast(pt.as_tensor_variable(values), "float64"),
-            pt.as_tensor_variable(col_ptr),
-            pt.as_tensor_variable(row_index),
-        ]
-        output = pt.tensor(dtype="float64", shape=(self.n_rows, self.n_rows))
-        return Apply(self, inputs, [output])
-
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = sparse_forward(*inputs, self.n_rows)
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [(self.n_rows, self.n_rows)]
-
-    def L_op(self, inputs, outputs, output_grads):
-        values, col_ptr, row_index = inputs
-        grad = _SparseSquaredDistancesGrad()(values, col_ptr, row_index, output_grads[0])
-        return [grad, disconnected_type(), disconnected_type()]
-
-    def connection_pattern(self, node):
-        return [[True], [False], [False]]
-
-
-class _SparseSquaredDistancesGrad(Op):
-    __props__ = ()
-
-    def make_node(self, values, col_ptr, row_index, grad):
-        inputs = [pt.as_tensor_variable(v) for v in (values, col_ptr, row_index, grad)]
-        return Apply(self, inputs, [pt.vector(dtype="float64")])
-
-    def perform(self, node, inputs, output_storage):
-        values, col_ptr, row_index, grad = inputs
-        output_storage[0][0] = sparse_backward(
-            values, col_ptr, row_index, np.ascontiguousarray(grad)
-        )
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
-
-
-@numba_funcify.register(_SparseSquaredDistances)
-def _numba_sparse_forward(op, node=None, **kwargs):
-    n_rows = op.n_rows
-
-    @numba.njit
-    def sparse_squared_distances(values, col_ptr, row_index):
-        return sparse_forward(values, col_ptr, row_index, n_rows)
-
-    return sparse_squared_distances
-
-
-@numba_funcify.register(_SparseSquaredDistancesGrad)
-def _numba_sparse_backward(op, node=None, **kwargs):
-    @numba.njit
-    def sparse_squared_distances_grad(values, col_ptr, row_index, grad):
-        return sparse_backward(values, col_ptr, row_index, grad)
-
-    return sparse_squared_distances_grad
-
-
-def sparse_squared_distances(values, pattern: SparsePattern) -> pt.TensorVariable:
-    r""":math:`\Delta` for an embedding whose non-zeros ``values`` lie on ``pattern``.
-
-    The diagonal is exactly 0. ``values`` are in the pattern's storage order (see
-    :meth:`SparsePattern.gather`).
-    """
-    return _SparseSquaredDistances(pattern.shape[0])(
-        values, pt.constant(pattern.col_ptr), pt.constant(pattern.row_index)
-    )

@@ -20,11 +20,7 @@ from pymc_sle._validation import (
 from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.kernels._bump import bump
 from pymc_sle.kernels._bump_ops import bump_squared_distances
-from pymc_sle.kernels._embedding_ops import (
-    SparsePattern,
-    dense_squared_distances,
-    sparse_squared_distances,
-)
+from pymc_sle.kernels._embedding_ops import dense_squared_distances
 from pymc_sle.kernels._landmark import LandmarkCovariance
 from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
@@ -35,7 +31,7 @@ __all__ = ["SLE", "SPARSE_FILL_THRESHOLD"]
 #: measures the crossover).
 SPARSE_FILL_THRESHOLD = 0.1
 
-_EMBEDDINGS = ("auto", "dense", "sparse")
+_EMBEDDINGS = ("auto", "dense")
 
 #: A radius prior with more than this mass below the smallest or above the largest training
 #: distance gets a warning (``sle_priors`` puts 2.5 % on either side).
@@ -160,20 +156,18 @@ class SLE(LandmarkCovariance):
         mode: the columns holding the distances to the landmarks (default: all ``input_dim``).
     radius_max : float, optional
         An upper bound on ``radius``: only distances below it can give non-zeros, which bounds
-        the memory of ``embedding="auto"`` and is what ``"sparse"`` needs. A random ``radius`` is
+        the memory of ``embedding="auto"``. A random ``radius`` is
         then used as ``min(radius, radius_max)``, so give it a prior bounded by ``radius_max``.
         Inferred when ``radius`` is fixed (its largest value) or is a model variable with a
         constant upper bound (``pm.Uniform``, ``pm.Truncated``); with sparse distances, at most
         (and by default) their ``cutoff``.
-    embedding : {"auto", "dense", "sparse"}, default "auto"
+    embedding : {"auto", "dense"}, default "auto"
         How the training covariance is computed. ``"auto"`` finds the embedding's non-zeros at
         every evaluation, at the current parameter values, evaluates the bump there only, and
         takes sparse products when at most `SPARSE_FILL_THRESHOLD` of the embedding is non-zero
         (dense ones otherwise), whatever the radius prior (LogNormal included); a known
         ``radius_max`` bounds the memory this needs. ``"dense"`` evaluates the full ``(n, m)``
-        embedding and its dense products. ``"sparse"`` evaluates the bump on every distance
-        below ``radius_max`` and always takes sparse products (needs a known ``radius_max`` and
-        an ``X`` of numbers, not ``pm.Data``). All give the same values and gradients.
+        embedding and its dense products. Both give the same values and gradients.
 
     Raises
     ------
@@ -261,11 +255,6 @@ class SLE(LandmarkCovariance):
             raise ValueError(f"`embedding` must be one of {_EMBEDDINGS}, but got {embedding!r}")
         self.embedding = embedding
         self.radius_max = self._resolve_radius_max(radius, radius_max, self.distances)
-        if embedding == "sparse" and self.radius_max is None:
-            raise ValueError(
-                "embedding='sparse' needs a bounded radius: pass `radius_max`, a fixed `radius`, "
-                "or a radius prior with a constant upper bound (pm.Uniform, pm.Truncated)"
-            )
         self._radius_prior = radius if _is_random(radius) else None
         if self.radius_max is not None and _is_random(radius):
             self.radius = pt.minimum(self.radius, self.radius_max)
@@ -361,13 +350,6 @@ class SLE(LandmarkCovariance):
     def _embed(self, to_landmarks):
         return bump(to_landmarks, self.radius, self.amplitude, self.shape)
 
-    def sparse_pattern(self, X) -> SparsePattern | None:
-        """Where the embedding of fixed ``X`` can be non-zero; ``None`` if unknown."""
-        to_landmarks = self._fixed_to_landmarks(X)
-        if to_landmarks is None or self.radius_max is None:
-            return None
-        return SparsePattern(to_landmarks < self.radius_max)
-
     def _warn_about_radius_prior(self, X) -> None:
         """Once, for a concrete training ``X`` and a radius prior: warn when the prior puts much
         mass where the embedding degenerates (``docs/hyperposterior.md``): below the smallest
@@ -407,31 +389,12 @@ class SLE(LandmarkCovariance):
         if self.embedding == "dense":
             return dense_squared_distances(self._embed(to_landmarks))
         fixed = self._fixed_to_landmarks(X)
-        if self.embedding == "auto":
-            block = pt.specify_shape(to_landmarks, (None, self.n_landmarks))
-            return bump_squared_distances(
-                block if fixed is None else fixed,
-                self.radius,
-                self.amplitude,
-                self.shape,
-                SPARSE_FILL_THRESHOLD,
-                radius_max=self.radius_max,
-            )
-        pattern = self.sparse_pattern(X)
-        if pattern is None:
-            raise ValueError(
-                "embedding='sparse' needs a fixed `X` (numbers, not pm.Data or another symbolic "
-                f"expression), but got {type(X).__name__}"
-            )
-        cols = pattern.col_index
-
-        def per_entry(param):
-            return param[cols] if param.ndim == 1 else param
-
-        values = bump(
-            pattern.gather(fixed),
-            per_entry(self.radius),
-            per_entry(self.amplitude),
-            per_entry(self.shape),
+        block = pt.specify_shape(to_landmarks, (None, self.n_landmarks))
+        return bump_squared_distances(
+            block if fixed is None else fixed,
+            self.radius,
+            self.amplitude,
+            self.shape,
+            SPARSE_FILL_THRESHOLD,
+            radius_max=self.radius_max,
         )
-        return sparse_squared_distances(values, pattern)
