@@ -11,8 +11,10 @@ Three sections, each in fresh processes (``--section`` runs one and keeps the ot
 - ``map``: distances, model, MAP (``sle.find_map``) and sparse prediction on the Stanford bunny's
   geodesic sine field with noise, whole bunny (30,000 training vertices) against 1,000, scored
   on the same held-out vertices.
-- ``nuts``: a plain ``pm.sample`` (4 chains x (500 + 500), 2 processes; the library runs one
-  BLAS thread per chain) at N = 5,000 on the same field.
+- ``nuts``: the README recipe at N = 5,000 -- ``sle_priors`` on the sparse distances, then
+  ``sle.inference.sample_basins`` (4 chains x (500 + 500) per basin, 2 cores, nutpie by
+  default, ``--sampler``) -- on a geodesic sine of ``NUTS_OSCILLATIONS`` periods (the MAP
+  field's radius posterior reaches the cutoff).
 
 Writes ``benchmarks/results/scaling.{json,md,png}``.
 
@@ -37,8 +39,9 @@ from benchmarks._paths import RESULTS, ROOT, SHARED_DATA
 from benchmarks._scaling_report import NUTS_TARGET_RUN, figure, summary, targets
 
 BUNNY = SHARED_DATA / "stanford-bunny.obj"
-#: ``pm.sample``'s sampler statistics, tuning then kept iterations (tuning samples are kept).
-WARMUP_AND_DRAWS = ("warmup_sample_stats", "sample_stats")
+#: The NUTS section's field: periods of the geodesic sine. With the sizes' 3 periods the radius
+#: posterior reaches the cutoff (``sle_priors`` warns and asks for longer distances).
+NUTS_OSCILLATIONS = 24.0
 
 
 def _mesh(name: str):
@@ -148,41 +151,54 @@ def measure_map(mesh_name: str, n_train: int, n_test: int, per_bump: float) -> d
     }
 
 
-def measure_nuts(mesh_name: str, n_train: int, draws: int, tune: int, chains: int) -> dict:
-    """In this process: a plain ``pm.sample`` on the sparse likelihood, as a user types it (the
-    library's Ops take one BLAS thread per chain by themselves, ``pymc_sle._blas_threads``)."""
+def measure_nuts(
+    mesh_name: str, n_train: int, draws: int, tune: int, chains: int, sampler: str
+) -> dict:
+    """In this process: the README recipe at N = ``n_train``, as a user types it -- distances
+    with a cutoff, ``sle_priors`` (its search on a random subset), ``eta**2 * SLE(..., 'rbf')``
+    in ``sle.gp.Marginal``, ``sle.inference.sample_basins`` on 2 cores -- on a field of
+    ``NUTS_OSCILLATIONS`` periods, whose radius posterior the cutoff holds."""
     import arviz as az
     import pymc as pm
 
-    model, *_ = _fit(mesh_name, n_train, 1, per_bump=32.0)
+    import pymc_sle as sle
+    from pymc_sle.distances import geodesic
+
+    mesh, _, y, train, _ = _field(mesh_name, n_train, 1, oscillations=NUTS_OSCILLATIONS)
+    cutoff = float(np.sqrt(32.0 * _surface_area(mesh) / (np.pi * train.size)))
+    began = time.perf_counter()
+    distances = geodesic(mesh.vertices, mesh.faces, rows=train, cols=train, cutoff=cutoff, n_jobs=2)
+    local = np.arange(train.size)
+    with pm.Model() as model:
+        priors = sle.priors.sle_priors(distances, local, y[train], landmarks=local, inner="rbf")
+        gp = sle.gp.Marginal(cov_func=priors.covariance())
+        gp.marginal_likelihood("y", X=local[:, None], y=y[train], sigma=priors["sigma"])
+    priors_s = time.perf_counter() - began
     began = time.perf_counter()
     with model:
-        idata = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=2,
-            random_seed=1,
-            progressbar=False,
-            discard_tuned_samples=False,
-        )
+        idata = sle.inference.sample_basins(
+            priors, draws=draws, tune=tune, chains=chains, cores=2, random_seed=1,
+            progressbar=False, nuts_sampler=sampler,
+        )  # fmt: skip
     wall_s = time.perf_counter() - began
-    steps = sum(int(idata[group]["n_steps"].sum()) for group in WARMUP_AND_DRAWS)
-    table = az.summary(idata, var_names=["radius", "ls", "eta", "sigma"])
+    table = az.summary(idata, var_names=priors.var_names(model))
+    stats = idata.sample_stats
     return {
         "mesh": mesh_name,
         "n_train": n_train,
+        "oscillations": NUTS_OSCILLATIONS,
+        "sampler": sampler,
         "chains": chains,
         "draws": draws,
         "tune": tune,
+        "basins": len(priors.basins),
+        "priors_min": priors_s / 60,
         "wall_min": wall_s / 60,
         "r_hat_max": float(table["r_hat"].max()),
         "ess_bulk_min": float(table["ess_bulk"].min()),
         "ess_tail_min": float(table["ess_tail"].min()),
-        "divergences": int(idata.sample_stats["diverging"].sum()),
-        "mean_tree_depth": float(idata.sample_stats["tree_depth"].mean()),
-        "leapfrog_steps": steps,
-        "ms_per_step": 1e3 * wall_s * min(chains, 2) / steps,
+        "divergences": int(stats["diverging"].sum()),
+        "steps_per_draw": float(stats["n_steps"].mean()),
         "summary": table.reset_index().to_dict(orient="records"),
     }
 
@@ -291,6 +307,7 @@ def _sparse_op(model):
 
 
 def _child(function: str, *args) -> dict:
+    """``function(*args)`` in a fresh process, so that each row's peak memory is its own."""
     code = (
         "import json\n"
         f"from benchmarks.scaling import {function}\n"
@@ -301,6 +318,11 @@ def _child(function: str, *args) -> dict:
         raise RuntimeError(f"{function}{args} failed:\n{out.stderr[-3000:]}")
     line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
+
+
+def _here(function: str, *args) -> dict:
+    """``function(*args)`` in this process."""
+    return globals()[function](*args)
 
 
 SECTIONS = ("sizes", "map", "nuts")
@@ -321,6 +343,12 @@ def main() -> None:
         metavar=("DRAWS", "TUNE", "CHAINS"),
         help="the nuts section's run (default: the target's 4 chains x (500 + 500))",
     )
+    parser.add_argument(
+        "--sampler",
+        choices=("nutpie", "pymc"),
+        default="nutpie",
+        help="the nuts section's sampler (--quick: PyMC's, which compiles nothing with numba)",
+    )
     args = parser.parse_args()
     stem = "scaling_quick" if args.quick else "scaling"
     path = args.out / f"{stem}.json"
@@ -328,32 +356,34 @@ def main() -> None:
     result = json.loads(path.read_text()) if path.exists() and args.section else {}
     result.update(machine=f"{platform.machine()}, {os.cpu_count()} cores", per_bump=args.per_bump)
     mesh = "bunny" if BUNNY.exists() else "icosphere-6"
+    # --quick runs in this process: its peak memory means nothing, and each child costs ~15 s
+    run = _here if args.quick else _child
     if args.quick:
         sizes, reps, dense_max = [("icosphere-3", 300), ("icosphere-3", 600)], 2, 300
-        fits, nuts = [("icosphere-3", 300, 100)], ("icosphere-3", 200, 20, 20, 2)
+        fits, nuts = [("icosphere-3", 300, 100)], ("icosphere-3", 200, 20, 20, 2, "pymc")
     else:
         sizes = [(mesh, n) for n in (1_000, 2_000, 5_000, 10_000, 20_000, 34_834)]
         sizes.append(("icosphere-7", 100_000))
         reps, dense_max = 5, args.dense_max
         fits = [(mesh, 1_000, 4_834), (mesh, 30_000, 4_834)]
-        nuts = (mesh, 5_000, *args.nuts_run)
+        nuts = (mesh, 5_000, *args.nuts_run, args.sampler)
     if "sizes" in sections:
         result["reps"] = reps
         result["sizes"] = []
         for mesh_name, n in sizes:
-            row = _child("measure", mesh_name, n, args.per_bump, reps)
+            row = run("measure", mesh_name, n, args.per_bump, reps)
             row.update(dense_ms=None, dense_peak_mib=None)
             if n <= dense_max:
-                row.update(_child("measure_dense", mesh_name, n, args.per_bump, reps))
+                row.update(run("measure_dense", mesh_name, n, args.per_bump, reps))
             result["sizes"].append(row)
             print(row, flush=True)
     if "map" in sections:
         result["map"] = []
         for mesh_name, n_train, n_test in fits:
-            result["map"].append(_child("measure_map", mesh_name, n_train, n_test, args.per_bump))
+            result["map"].append(run("measure_map", mesh_name, n_train, n_test, args.per_bump))
             print(result["map"][-1], flush=True)
     if "nuts" in sections:
-        result["nuts"] = _child("measure_nuts", *nuts)
+        result["nuts"] = run("measure_nuts", *nuts)
         print(result["nuts"], flush=True)
     result["targets"] = targets(result)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -345,6 +345,7 @@ def test_scaling_benchmark_quick(tmp_path):
     assert fit["rmse_latent"] < 0.5 and 0.5 < fit["picp_95"] <= 1.0
     nuts = result["nuts"]
     assert nuts["chains"] == 2 and nuts["draws"] == 20 and np.isfinite(nuts["r_hat_max"])
+    assert nuts["basins"] >= 1 and nuts["priors_min"] > 0 and nuts["steps_per_draw"] >= 1
     text = (tmp_path / "scaling_quick.md").read_text()
     assert text.startswith("# Exact SLE Gaussian processes at large N")
     assert "## A fit at scale" in text and "## NUTS on the sparse likelihood" in text
