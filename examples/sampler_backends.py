@@ -33,7 +33,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--quick", action="store_true", help="short chains, for CI")
 parser.add_argument("--samplers", nargs="+", default=["pymc", "nutpie", "numpyro"])
 args = parser.parse_args()
-draws = 200 if args.quick else 1000
+draws = 60 if args.quick else 1000
 data = one_dimensional(n_train=60, n_test=10, seed=1)
 
 # %%
