@@ -209,7 +209,7 @@ class LandmarkCovariance(Covariance):
     def full(self, X, Xs=None) -> pt.TensorVariable:
         """The kernel of :meth:`square_embedding_distance`. That tensor is tagged with this
         kernel (``tag.squared_embedding_of``), so that a graph built on it can be rebuilt on
-        other squared distances (:func:`pymc_sle.evaluation._landmarks.on_squared_distances`)."""
+        other squared distances (``pymc_sle.evaluation._landmarks.on_squared_distances``)."""
         squared = self.square_embedding_distance(X, Xs)
         squared.tag.squared_embedding_of = self
         return self._kernel_of_squared_distance(squared)
