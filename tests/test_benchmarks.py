@@ -53,13 +53,15 @@ def test_performance_benchmark_quick(tmp_path):
 
 
 def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
-    args = ["--benchmarks", "one_d", "--samplers", "pymc", "--cache", distance_cache]
+    args = ["--benchmarks", "one_d", "--samplers", "pymc", "--cache", distance_cache,
+            "--splits", "2", "--only-splits", "0"]  # fmt: skip
     run_quick("nuts_convergence", tmp_path, *args)
     csv_path = tmp_path / "nuts_convergence_quick.csv"
     rows = list(csv.DictReader(csv_path.open()))
-    assert [(r["model"], r["spec"], r["sampler"]) for r in rows] == [
-        ("SLE", "SLE", "pymc"),
-        ("baseline", "Matern", "pymc"),
+    # only the split asked for, of the two
+    assert [(r["split"], r["model"], r["spec"], r["sampler"]) for r in rows] == [
+        ("0", "SLE", "SLE", "pymc"),
+        ("0", "baseline", "Matern", "pymc"),
     ]
     for r in rows:
         assert float(r["wall_s"]) > float(r["sampling_s"]) > 0
@@ -101,14 +103,6 @@ def test_nuts_convergence_benchmark_quick_resumes(tmp_path, distance_cache):
     # one radius basin here and no priors for the baseline: both at 0.9
     assert [float(r["target_accept"]) for r in refitted] == [0.9, 0.9]
     assert "| target accept |" in text
-
-
-def test_nuts_convergence_runs_only_the_splits_asked_for(tmp_path, distance_cache):
-    args = ["--benchmarks", "one_d", "--samplers", "pymc", "--models", "SLE", "--splits", "2",
-            "--cache", distance_cache]  # fmt: skip
-    run_quick("nuts_convergence", tmp_path, *args, "--only-splits", "1")
-    rows = list(csv.DictReader((tmp_path / "nuts_convergence_quick.csv").open()))
-    assert [(r["split"], r["model"]) for r in rows] == [("1", "SLE")]
 
 
 def test_nuts_convergence_rejects_splits_it_does_not_have(tmp_path, capsys):
