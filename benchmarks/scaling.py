@@ -57,9 +57,12 @@ def _mesh(name: str):
     return Mesh(sphere.vertices, sphere.faces)
 
 
-def _surface_area(mesh) -> float:
+def _cutoff(mesh, n: int, per_bump: float) -> float:
+    """The distance cutoff whose disc holds about ``per_bump`` of ``n`` points spread evenly
+    over the mesh's surface."""
     a, b, c = (mesh.vertices[mesh.faces[:, k]] for k in range(3))
-    return float(0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1).sum())
+    area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1).sum()
+    return float(np.sqrt(per_bump * area / (np.pi * n)))
 
 
 def _model(distances, train, y, radius, landmarks=None, inner="rbf"):
@@ -102,7 +105,7 @@ def _fit(mesh_name: str, n_train: int, n_test: int, per_bump: float) -> tuple:
     from pymc_sle.distances import geodesic
 
     mesh, f, y, train, test = _field(mesh_name, n_train, n_test)
-    cutoff = float(np.sqrt(per_bump * _surface_area(mesh) / (np.pi * train.size)))
+    cutoff = _cutoff(mesh, train.size, per_bump)
     began = time.perf_counter()
     rows = np.concatenate([train, test])
     distances = geodesic(mesh.vertices, mesh.faces, rows=rows, cols=train, cutoff=cutoff, n_jobs=2)
@@ -152,7 +155,7 @@ def measure_map(mesh_name: str, n_train: int, n_test: int, per_bump: float) -> d
 
 
 def measure_nuts(
-    mesh_name: str, n_train: int, draws: int, tune: int, chains: int, sampler: str
+    mesh_name: str, n_train: int, per_bump: float, draws: int, tune: int, chains: int, sampler: str
 ) -> dict:
     """In this process: the README recipe at N = ``n_train``, as a user types it -- distances
     with a cutoff, ``sle_priors`` (its search on a random subset), ``eta**2 * SLE(..., 'rbf')``
@@ -165,7 +168,7 @@ def measure_nuts(
     from pymc_sle.distances import geodesic
 
     mesh, _, y, train, _ = _field(mesh_name, n_train, 1, oscillations=NUTS_OSCILLATIONS)
-    cutoff = float(np.sqrt(32.0 * _surface_area(mesh) / (np.pi * train.size)))
+    cutoff = _cutoff(mesh, train.size, per_bump)
     began = time.perf_counter()
     distances = geodesic(mesh.vertices, mesh.faces, rows=train, cols=train, cutoff=cutoff, n_jobs=2)
     local = np.arange(train.size)
@@ -211,7 +214,7 @@ def _problem_data(mesh_name: str, n: int, per_bump: float):
     rng = np.random.default_rng(0)
     n = min(n, mesh.n_vertices)
     train = np.sort(rng.choice(mesh.n_vertices, n, replace=False))
-    cutoff = float(np.sqrt(per_bump * _surface_area(mesh) / (np.pi * n)))
+    cutoff = _cutoff(mesh, n, per_bump)
     began = time.perf_counter()
     distances = geodesic(mesh.vertices, mesh.faces, rows=train, cols=train, cutoff=cutoff, n_jobs=2)
     distances_s = time.perf_counter() - began
@@ -360,13 +363,14 @@ def main() -> None:
     run = _here if args.quick else _child
     if args.quick:
         sizes, reps, dense_max = [("icosphere-3", 300), ("icosphere-3", 600)], 2, 300
-        fits, nuts = [("icosphere-3", 300, 100)], ("icosphere-3", 200, 20, 20, 2, "pymc")
+        fits = [("icosphere-3", 300, 100)]
+        nuts = ("icosphere-3", 200, args.per_bump, 20, 20, 2, "pymc")
     else:
         sizes = [(mesh, n) for n in (1_000, 2_000, 5_000, 10_000, 20_000, 34_834)]
         sizes.append(("icosphere-7", 100_000))
         reps, dense_max = 5, args.dense_max
         fits = [(mesh, 1_000, 4_834), (mesh, 30_000, 4_834)]
-        nuts = (mesh, 5_000, *args.nuts_run, args.sampler)
+        nuts = (mesh, 5_000, args.per_bump, *args.nuts_run, args.sampler)
     if "sizes" in sections:
         result["reps"] = reps
         result["sizes"] = []

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._paths import RESULTS, write_results
-from benchmarks.scaling import BUNNY, _field, _surface_area
+from benchmarks.scaling import BUNNY, _cutoff, _field
 
 NAMES = ("radius", "ls", "eta", "sigma")
 #: Periods of the field's sine: rough enough that the radius posterior falls off below the cutoff.
@@ -39,7 +39,7 @@ def _data(mesh_name: str, n: int, per_bump: float, seed: int):
     from pymc_sle.distances import geodesic
 
     mesh, _, y, train, _ = _field(mesh_name, n, 1, seed=seed, oscillations=OSCILLATIONS)
-    cutoff = float(np.sqrt(per_bump * _surface_area(mesh) / (np.pi * train.size)))
+    cutoff = _cutoff(mesh, train.size, per_bump)
     distances = geodesic(mesh.vertices, mesh.faces, rows=train, cols=train, cutoff=cutoff)
     return distances, y[train]
 
