@@ -8,6 +8,7 @@ from conftest import searched_priors, synthetic_grid, two_basins
 from scipy import stats
 
 import pymc_sle
+from pymc_sle.inference._jumps import BasinJump
 from pymc_sle.inference._plan import _radius_map
 from pymc_sle.inference._search import (
     DEFAULT_POLICY,
@@ -17,6 +18,7 @@ from pymc_sle.inference._search import (
     _holding_mode,
     search,
 )
+from pymc_sle.inference._transforms import CenteredLog
 from pymc_sle.inference.grid import Basin
 from pymc_sle.inference.priors import (
     SLEPriors,
@@ -277,26 +279,28 @@ def test_sle_priors_rejects_unknown_start():
         sle_priors(D, np.arange(y.size), y, start="map")
 
 
-def test_sle_priors_warns_when_the_start_basin_misses_mass():
+def test_sle_priors_jumps_between_basins_where_the_start_basin_misses_mass():
     D, y = _line()
     # the reshaped grids are flat in log sigma, which reaches zero: the noise's own map is tested
     # apart
-    with (
-        pm.Model() as model,
-        pytest.warns(UserWarning, match=r"more than one basin.*sample_basins"),
-    ):
+    with pm.Model() as model, warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: pm.sample reaches every basin
         priors, _ = searched_priors(D, np.arange(y.size), y, reshape=two_basins,
                                     policy=NOISE_NEVER_AT_ZERO)  # fmt: skip
     # across deep dips, no quantile scale: centred log scales, ls on its ridge
-    # (docs/hyperposterior.md)
+    # (docs/hyperposterior.md); the radius in the frame of the basin its label names
+    jump = model.rvs_to_transforms[priors["radius"]]
+    assert isinstance(jump, BasinJump) and isinstance(jump.base, CenteredLog)
+    assert jump.label.name == "radius_basin__" and jump.means.size == 2
     assert set(model.initial_point()) == {
-        "radius_centeredlog__",
+        "radius_basin__",
+        "radius_basinjump__",
         "ls_ridge__",
         "eta_centeredlog__",
         "sigma_centeredlog__",
     }
-    assert priors.scales == {"radius": "centred log", "ls": "ridge", "eta": "centred log",
-                             "sigma": "centred log"}  # fmt: skip
+    assert priors.scales == {"radius": "centred log, basin jumps", "ls": "ridge",
+                             "eta": "centred log", "sigma": "centred log"}  # fmt: skip
     assert [round(b.mass, 2) for b in priors.basins] == [0.6, 0.4]
     for basin in priors.basins:
         assert basin.low <= basin.start["radius"] <= basin.high

@@ -14,6 +14,7 @@ from conftest import searched_priors, two_basins
 from scipy import interpolate, stats
 
 from pymc_sle.inference._bounds import target_scale
+from pymc_sle.inference._jumps import BasinJump
 from pymc_sle.inference._search import DEFAULT_POLICY
 from pymc_sle.inference._transforms import CenteredLog, Hermite, OnRidge, QuantileLog, Ridge
 from pymc_sle.inference.grid import grid_posterior
@@ -401,8 +402,11 @@ def models(request):
 
 def test_variables_on_ridges_keep_their_names_and_priors(models):
     mode, _, priors, bounds, on_ridges = models
-    # the model's variables are the four alone, in this order: the ridges are transforms
-    assert [rv.name for rv in mode.free_RVs] == ["radius", "ls", "eta", "sigma"]
+    # the model's variables are the four, in this order: the ridges are transforms; across
+    # dips, the basin label that moves the radius comes first (pymc_sle.inference._jumps)
+    jumps = isinstance(mode.rvs_to_transforms[mode["radius"]], BasinJump)
+    label = ["radius_basin__"] if jumps else []
+    assert [rv.name for rv in mode.free_RVs] == [*label, "radius", "ls", "eta", "sigma"]
     assert mode.deterministics == []
     for name in ("ls", "eta", "sigma"):
         transform = mode.rvs_to_transforms[mode[name]]
@@ -444,22 +448,40 @@ def test_joint_density_equals_the_plain_priors(models):
     values = mode.compile_fn(outputs, inputs=mode.value_vars, on_unused_input="ignore")
     logp_mode, logp_prior = mode.compile_logp(jacobian=False), prior.compile_logp(jacobian=False)
     rng = np.random.default_rng(4)
+    labels, label_logp = _labels(mode)
     for _ in range(4):  # points in the sampled space, about a posterior sd from the start
-        point = {k: v + rng.normal() for k, v in mode.initial_point().items()}
-        r, ls, eta, sigma = values(point)
-        plain = {"radius_log__": np.log(r), "ls_log__": np.log(ls),
-                 "eta_log__": np.log(eta), "sigma_log__": np.log(sigma)}  # fmt: skip
-        assert logp_mode(point) == pytest.approx(logp_prior(plain), rel=1e-10)
+        point = _moved(mode.initial_point(), rng, 1.0)
+        for label in labels:  # in every basin's frame
+            point |= label
+            r, ls, eta, sigma = values(point)
+            plain = {"radius_log__": np.log(r), "ls_log__": np.log(ls),
+                     "eta_log__": np.log(eta), "sigma_log__": np.log(sigma)}  # fmt: skip
+            assert logp_mode(point) == pytest.approx(logp_prior(plain) + label_logp, rel=1e-10)
+
+
+def _labels(model) -> tuple[list[dict], float]:
+    """Each value of the model's basin label, as a point's entry, and its log prior (``[{}]``
+    and 0 without one)."""
+    transform = model.rvs_to_transforms[model["radius"]]
+    if not isinstance(transform, BasinJump):
+        return [{}], 0.0
+    k = transform.means.size
+    return [{transform.label.name: np.array(i)} for i in range(k)], -float(np.log(k))
+
+
+def _moved(point: dict, rng, scale: float) -> dict:
+    """``point`` with every continuous coordinate moved by a normal step of ``scale``."""
+    return {k: v if v.dtype.kind == "i" else v + rng.normal(0.0, scale) for k, v in point.items()}
 
 
 def test_log_density_gradient_in_the_sampled_space_matches_finite_differences(models):
     mode = models[0]
     logp, dlogp = mode.compile_logp(), mode.compile_dlogp()
     start = mode.initial_point()
-    names = list(start)
+    names = [v.name for v in mode.continuous_value_vars]  # what dlogp differentiates
     rng = np.random.default_rng(5)
-    for _ in range(3):
-        point = {k: np.asarray(v + rng.normal(0.0, 1.0)) for k, v in start.items()}
+    for label in _labels(mode)[0]:
+        point = _moved(start, rng, 1.0) | label
         gradient = dlogp(point)
         for i, name in enumerate(names):
             up = {**point, name: point[name] + 1e-6}
@@ -489,8 +511,9 @@ def test_chains_start_at_the_grid_mode(models):
     if isinstance(transform, QuantileLog):
         expected = transform.to_sampled(radius)
         assert start["radius_quantilelog__"] == pytest.approx(expected, abs=1e-9)
-    else:  # across dips: centred at the coarse grid's mode
-        assert start["radius_centeredlog__"] == 0.0
+    else:  # across dips: centred at the coarse grid's mode, in the start basin's frame
+        assert start["radius_basin__"] == 0
+        assert transform.base.forward(radius).eval() == pytest.approx(0.0, abs=1e-12)
 
 
 @pytest.mark.parametrize("mode", MODES)

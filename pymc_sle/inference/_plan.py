@@ -16,7 +16,9 @@ is explained in :doc:`/hyperposterior`, and measured in :doc:`/benchmarks/sampli
   where the radius is on its quantile scale and ``scale_ridges`` is set, on floored ridges;
 - the noise on its quantile scale where it reaches zero; every other scale on a log scale
   centred at the start;
-- chains start at the grid's mode (each basin at its own).
+- chains start at the grid's mode (each basin at its own);
+- where basins outside the start's hold mass, a basin label moves the radius between them
+  (``pymc_sle.inference._jumps``), so that plain ``pm.sample`` reaches and weighs them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pymc_sle.inference._jumps import BasinJump, frames
 from pymc_sle.inference._search import SearchPolicy, SearchProblem, SearchResult
 from pymc_sle.inference._transforms import CenteredLog, OnRidge, QuantileLog, Ridge, below_cutoff
 from pymc_sle.inference.grid import Basin
@@ -96,8 +99,6 @@ def plan(
         found, policy, cap_radius and on_quantiles, log_ceiling
     )
     warnings = []
-    if 1.0 - found.home.mass > policy.unreached_mass:
-        warnings.append(_unreached_warning(found, policy))
     at_cutoff = float(found.coarse.marginal("radius")[-1])
     if problem.cutoff is not None and at_cutoff >= policy.unreached_mass:
         warnings.append(
@@ -161,24 +162,26 @@ def plan(
     basins = tuple(
         Basin(b.radius, b.mass, b.low, b.high, start(grid.mode((b.low, b.high)))) for b in basins
     )
+    jumped = _jumped(found, basins, policy)
+    if jumped:
+        marginal = grid.marginal("radius")
+        jump = BasinJump(scales["radius"].transform, *frames(
+            scales["radius"].transform, grid.radius, marginal, jumped))  # fmt: skip
+        scales["radius"] = Scale(jump, at["radius"])
     labels = _labels(found, ridges, cap)
+    if jumped:
+        labels["radius"] += ", basin jumps"
     return ReparamPlan(ridges, scales, cap, truncated, basins, labels, tuple(warnings))
 
 
-def _unreached_warning(found: SearchResult, policy: SearchPolicy) -> str:
-    home = found.home
-    others = ", ".join(
-        f"r = {b.radius:.3g} ({100 * b.mass:.1f} %)"
-        for b in found.basins
-        if b != home and b.mass > policy.unreached_mass / 10
-    )
-    return (
-        f"The radius posterior has more than one basin: the chains start in the one at "
-        f"r = {home.radius:.3g} ({100 * home.mass:.1f} % of the mass); {others} lie behind "
-        "dips NUTS crosses too rarely to mix. Sample every basin with "
-        "pymc_sle.inference.sample_basins(priors), which confines chains to each basin and "
-        "pools them by their mass."
-    )
+def _jumped(found: SearchResult, basins: tuple, policy: SearchPolicy) -> list:
+    """The basins a label jumps between, the start's first: none unless those outside it hold
+    ``unreached_mass``; then every basin holding ``min_basin_mass``."""
+    if 1.0 - found.home.mass <= policy.unreached_mass:
+        return []
+    home = next(b for b in basins if b.low <= found.home.radius <= b.high)
+    others = [b for b in basins if b is not home and b.mass >= policy.min_basin_mass]
+    return [home, *others] if others else []
 
 
 def _noise_map(grid, ridge: Ridge | None) -> QuantileLog:

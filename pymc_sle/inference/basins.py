@@ -49,6 +49,7 @@ from pymc.logprob.transforms import ChainedTransform
 from pymc.model.transform.conditioning import change_value_transforms
 from threadpoolctl import threadpool_limits
 
+from pymc_sle.inference._jumps import BasinJump
 from pymc_sle.inference.priors import DEFAULT_POLICY, Basin, SLEPriors
 
 __all__ = ["basin_diagnostics", "basin_models", "sample_basins"]
@@ -155,16 +156,40 @@ def _restricted(model: pm.Model, name: str, interval, start: dict[str, float]) -
     original = model.rvs_to_transforms[model[name]]
     confine = Interval(*interval)
     transform = confine if original is None else ChainedTransform([original, confine])
-    # PyMC copies only models without initial values (sle_priors sets them): drop them meanwhile.
-    saved = dict(model.rvs_to_initial_values)
-    try:
-        model.rvs_to_initial_values.update(dict.fromkeys(saved))
-        restricted = change_value_transforms(model, {name: transform})
-    finally:
-        model.rvs_to_initial_values.update(saved)
+    restricted = _copy(model, lambda m: change_value_transforms(m, {name: transform}))
     for key, value in start.items():
         restricted.set_initval(restricted[key], value)
     return restricted
+
+
+def _copy(model: pm.Model, change) -> pm.Model:
+    """``change(model)``, a PyMC model transformation, which copies only models without initial
+    values (``sle_priors`` sets them): they are dropped meanwhile, and the copy keeps them."""
+    saved = dict(model.rvs_to_initial_values)
+    try:
+        model.rvs_to_initial_values.update(dict.fromkeys(saved))
+        copied = change(model)
+    finally:
+        model.rvs_to_initial_values.update(saved)
+    for rv, value in saved.items():
+        if value is not None and rv.name in copied.named_vars:
+            copied.set_initval(copied[rv.name], value)
+    return copied
+
+
+def _without_jumps(model: pm.Model, name: str) -> pm.Model:
+    """``model``, or, where ``sle_priors`` added a basin label that moves ``name`` between basins
+    (``pymc_sle.inference._jumps``), a copy with the label fixed at the start's basin and the
+    radius on its transform without basins: one basin at a time, for any NUTS sampler."""
+    transform = model.rvs_to_transforms[model[name]]
+    if not isinstance(transform, BasinJump):
+        return model
+    label = transform.label.name
+
+    def change(m):
+        return pm.observe(change_value_transforms(m, {name: transform.base}), {label: 0})
+
+    return _copy(model, change)
 
 
 def basin_models(
@@ -176,7 +201,8 @@ def basin_models(
     """The model :func:`~pymc_sle.inference.sample_basins` samples for each radius basin.
 
     With at most one basin holding ``min_mass``: ``[(that basin or None, model)]``, the model
-    itself. With several: for each, in order of radius, a copy of ``model`` whose radius is
+    itself, or, where ``sle_priors`` added a basin label for plain ``pm.sample``
+    (``pymc_sle.inference._jumps``), a copy with the label fixed at the start's basin. With several: for each, in order of radius, a copy of ``model`` whose radius is
     confined to the basin's interval (module notes) and whose initial values are the basin's
     highest grid cell. Sample one yourself to give a basin its own sampler settings, or to keep
     records that pooling thins away (e.g. nutpie's ``store_divergences=True``).
@@ -208,11 +234,11 @@ def basin_models(
         )
     if not 0.0 <= min_mass < 1.0:
         raise ValueError(f"`min_mass` must be in [0, 1), but got {min_mass!r}")
-    model = pm.modelcontext(model)
+    radius = priors["radius"].name
+    model = _without_jumps(pm.modelcontext(model), radius)
     basins = sorted((b for b in priors.basins if b.mass >= min_mass), key=lambda b: b.radius)
     if len(basins) <= 1:
         return [(basins[0] if basins else None, model)]
-    radius = priors["radius"].name
     intervals = _intervals(basins, _cuts(basins), model.rvs_to_transforms[model[radius]])
     return [
         (basin, _restricted(model, radius, interval, basin.start))
@@ -322,7 +348,7 @@ def sample_basins(
                   **sample_kwargs)  # fmt: skip
     if len(confined) == 1:
         with _blas_limit(chains, sample_kwargs):
-            idata = pm.sample(random_seed=random_seed, model=model, **common)
+            idata = pm.sample(random_seed=random_seed, model=confined[0][1], **common)
         idata.posterior.attrs["target_accept"] = target_accept
         return idata
     basins = [basin for basin, _ in confined]

@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pymc.util import is_transformed_name
 
 from pymc_sle.inference._bounds import (
     SLEBounds,
@@ -33,6 +34,7 @@ from pymc_sle.inference._bounds import (
     suggest_bounds,
     target_scale,
 )
+from pymc_sle.inference._jumps import BasinJump, add_label
 from pymc_sle.inference._plan import ReparamPlan, plan
 from pymc_sle.inference._search import DEFAULT_POLICY, SearchPolicy, SearchProblem, search
 from pymc_sle.inference.grid import Basin
@@ -66,9 +68,11 @@ class SLEPriors(dict):
     ``"quantile"`` (the grid posterior's quantile scale; ``"capped quantile"`` with the radius
     capped at ``radius_cap``), or ``"ridge"`` / ``"floored ridge"`` (relative to the grid's ridge
     given the radius, on a centred log scale; ``"floored ridge, quantile"`` on its quantile
-    scale). The model's variables are the four keys alone, whatever their scales: the changes
-    of variable are their transforms, hidden from traces as PyMC hides every transformed value
-    (``idata_kwargs={"include_transformed": True}`` keeps them)."""
+    scale), with ``", basin jumps"`` after the radius's where a label moves it between basins.
+    The model's variables are the four keys, whatever their scales: the changes of variable are
+    their transforms, hidden from traces as PyMC hides every transformed value
+    (``idata_kwargs={"include_transformed": True}`` keeps them), and so is the basin label,
+    ``<radius>_basin__`` (``pymc_sle.inference._jumps``)."""
 
     def __init__(
         self,
@@ -152,13 +156,18 @@ class SLEPriors(dict):
 
     def var_names(self, model: pm.Model, idata=None) -> list[str]:
         """What convergence diagnostics should cover: every free variable of ``model``, the
-        four hyperparameters first.
+        four hyperparameters first; not the basin label of ``pymc_sle.inference._jumps``,
+        which traces leave out as they do PyMC's transformed values.
 
         With ``idata``, only those in its posterior: ``gp.conditional`` adds free variables to
         the model that NUTS never sampled, e.g. ``az.summary(idata,
         var_names=priors.var_names(model, idata))`` after a prediction."""
         own = [v.name for v in self.values()]
-        names = own + [rv.name for rv in model.free_RVs if rv.name not in own]
+        names = own + [
+            rv.name
+            for rv in model.free_RVs
+            if rv.name not in own and not is_transformed_name(rv.name)
+        ]
         return names if idata is None else [n for n in names if n in idata.posterior]
 
 
@@ -373,6 +382,8 @@ def _add_to_model(problem: SearchProblem, reparametrised: ReparamPlan | None, na
         scales[name].transform.bind(radius)
         return pm.CustomDist(names[name], radius, logp=logp, random=random, **options(name))
 
+    if isinstance(scales["radius"].transform, BasinJump):
+        add_label(f"{names['radius']}_basin__", scales["radius"].transform)
     radius = radius_variable(**options("radius"))
     variables = {"radius": radius}
     for name in ("ls", "eta", "sigma"):  # ls is always on its ridge

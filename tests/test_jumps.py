@@ -1,0 +1,148 @@
+"""The basin label that lets plain ``pm.sample`` jump between radius basins."""
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+import pymc_sle as sle
+from pymc_sle.inference import grid_posterior, sample_basins
+from pymc_sle.inference._jumps import BasinJump, add_label
+from pymc_sle.inference._transforms import CenteredLog
+from pymc_sle.inference.priors import sle_priors
+
+SAMPLE = dict(chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
+
+#: Three basins of log r around 0, 3 and 5 (CenteredLog(1, 0.1): coordinate = 10 log r), the
+#: start's (label 0) the middle one, which is cut on both sides.
+THREE = dict(means=[30.0, 0.0, 50.0], sds=[3.0, 1.0, 2.0], lows=[15.0, -np.inf, 42.0],
+             highs=[42.0, 15.0, np.inf])  # fmt: skip
+
+
+def _functions(jump: BasinJump):
+    v = pt.dscalar("v")
+    jump.bind(None, pt.lscalar("k"))
+    coordinate = jump.base.forward(jump.backward(v))
+    return pytensor.function([v, jump._label_value], [coordinate, jump.log_jac_det(v)])
+
+
+@pytest.mark.parametrize("label", [0, 1, 2])
+def test_each_label_maps_the_line_onto_its_basin_with_the_right_jacobian(label):
+    jump = BasinJump(CenteredLog(1.0, 0.1), **THREE)
+    f = _functions(jump)
+    v = np.linspace(-30, 30, 241)
+    coordinate = np.array([f(x, label)[0] for x in v])
+    low, high = THREE["lows"][label], THREE["highs"][label]
+    assert np.all(np.diff(coordinate) > 0)
+    assert np.all((coordinate > low) & (coordinate < high))
+    # the line covers the interval: its ends are reached far out
+    far = [f(x, label)[0] for x in (-300.0, 300.0)]
+    assert far[0] < -1e3 if np.isinf(low) else far[0] == pytest.approx(low, abs=1e-3)
+    assert far[1] > 1e3 if np.isinf(high) else far[1] == pytest.approx(high, abs=1e-3)
+    # v = 0 is the basin's mean, with unit slope there (in units of its sd)
+    h = 1e-5
+    mean, sd = THREE["means"][label], THREE["sds"][label]
+    assert f(0.0, label)[0] == pytest.approx(mean)
+    assert (f(h, label)[0] - f(-h, label)[0]) / (2 * h) == pytest.approx(sd, rel=1e-6)
+    # log |dr/dv| against finite differences of r = exp(coordinate / 10)
+    for x in (-4.0, -0.5, 0.0, 1.3, 6.0):
+        r = [np.exp(f(x + s, label)[0] / 10) for s in (-h, h)]
+        assert f(x, label)[1] == pytest.approx(np.log((r[1] - r[0]) / (2 * h)), abs=1e-5)
+
+
+def test_forward_inverts_backward_in_the_start_basin():
+    jump = BasinJump(CenteredLog(1.0, 0.1), **THREE)
+    f = _functions(jump)
+    for x in (-3.0, 0.0, 2.5):
+        radius = np.exp(f(x, 0)[0] / 10)
+        assert float(jump.forward(pt.as_tensor(radius)).eval()) == pytest.approx(x, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"means": [30.0]}, "two basins or more"),
+        ({"sds": [3.0, 0.0, 2.0]}, "every sd positive"),
+        ({"means": [30.0, 16.0, 50.0]}, "each mean inside its interval"),
+    ],
+)
+def test_basin_jump_validates(change, match):
+    arguments = THREE | change
+    if len(arguments["means"]) == 1:
+        arguments = {key: value[:1] for key, value in arguments.items()}
+    with pytest.raises(ValueError, match=match):
+        BasinJump(CenteredLog(1.0, 0.1), **arguments)
+
+
+def test_plain_pm_sample_weighs_basins_hundreds_of_nats_apart():
+    """log r ~ 0.7 N(0, 0.1) + 0.3 N(3, 0.3): NUTS alone never crosses; with the label the
+    chains put the right mass and shape in each basin."""
+    jump = BasinJump(CenteredLog(1.0, 0.1), means=[0.0, 30.0], sds=[1.0, 3.0],
+                     lows=[-np.inf, 15.0], highs=[15.0, np.inf])  # fmt: skip
+
+    def logp(value, _):
+        log_r = pt.log(value)
+        heavy = np.log(0.7) + pm.logp(pm.Normal.dist(0.0, 0.1), log_r)
+        light = np.log(0.3) + pm.logp(pm.Normal.dist(3.0, 0.3), log_r)
+        return pt.logaddexp(heavy, light) - log_r
+
+    with pm.Model() as model:
+        add_label("r_basin__", jump)
+        pm.CustomDist("r", 0.0, logp=logp, default_transform=jump, initval=1.0)
+    idata = pm.sample(1000, tune=500, random_seed=3, model=model, **SAMPLE)
+    assert "r_basin__" not in idata.posterior  # hidden like a transformed value
+    log_r = np.log(idata.posterior["r"].values)
+    light = log_r > 1.5
+    for chain in light:
+        assert chain.mean() == pytest.approx(0.3, abs=0.06)
+    assert log_r[light].std() == pytest.approx(0.3, rel=0.1)
+    assert log_r[~light].std() == pytest.approx(0.1, rel=0.1)
+
+
+def _toy(**options):
+    """30 points of sin(6 x): two radius basins; the grid of ``sle_priors`` gives the lighter
+    15 %, because its length-scale axis ends inside that basin's posterior."""
+    x = np.sort(np.random.default_rng(2).uniform(size=30))
+    D, y = np.abs(x[:, None] - x[None, :]), np.sin(6 * x)
+    with pm.Model() as model, warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: the chains reach both basins
+        priors = sle_priors(D, np.arange(30), y, **options)
+        cov = priors["eta"] ** 2 * sle.SLE(D, radius=priors["radius"], ls=priors["ls"])
+        gp = sle.gp.Marginal(cov_func=cov)
+        gp.marginal_likelihood("y", X=np.arange(30)[:, None], y=y, sigma=priors["sigma"])
+        pm.Deterministic("radius_copy", priors["radius"] + 0.0)
+    return model, priors, (D, y)
+
+
+def test_sle_priors_label_is_hidden_and_posterior_predictive_keeps_the_draws():
+    model, priors, _ = _toy()
+    assert priors.scales["radius"] == "centred log, basin jumps"
+    assert priors.var_names(model) == ["radius", "ls", "eta", "sigma"]
+    idata = pm.sample(20, tune=20, random_seed=1, model=model, **SAMPLE)
+    assert sorted(idata.posterior.data_vars) == ["eta", "ls", "radius", "radius_copy", "sigma"]
+    with model:  # the label is not in the trace, and no hyperparameter is resampled for it
+        copied = pm.sample_posterior_predictive(idata, var_names=["radius_copy"], progressbar=False)
+    copy = copied.posterior_predictive["radius_copy"]
+    np.testing.assert_allclose(copy, idata.posterior["radius"])
+    kept = pm.sample(5, tune=5, random_seed=1, model=model,
+                     idata_kwargs={"include_transformed": True}, **SAMPLE)  # fmt: skip
+    assert set(np.unique(kept.posterior["radius_basin__"])) <= {0, 1}
+    # sample_basins fixes the label: one basin at a time, the grid's weights
+    pooled = sample_basins(priors, draws=20, tune=20, random_seed=1, model=model, **SAMPLE)
+    assert "radius_basin__" not in pooled.posterior
+
+
+def test_plain_pm_sample_matches_brute_force_basin_masses_on_an_sle_model():
+    model, priors, (D, y) = _toy()
+    cut = np.sqrt(min(b.high for b in priors.basins) * max(b.low for b in priors.basins))
+    grid = grid_posterior(D, np.arange(30), y, radius=np.geomspace(0.2, 5, 64),
+                          ls=np.geomspace(0.01, 3000, 96), sigma=np.geomspace(1e-5, 0.5, 64),
+                          n_scale=40)  # fmt: skip
+    truth = float(grid.marginal("radius")[grid.radius < cut].sum())  # 0.243
+    idata = pm.sample(1000, tune=1000, random_seed=1, model=model, **SAMPLE)
+    below = (idata.posterior["radius"].values < cut).mean(axis=1)
+    assert below == pytest.approx([truth, truth], abs=0.05)
+    assert min(b.mass for b in priors.basins) < truth - 0.05  # the grid of sle_priors is off
