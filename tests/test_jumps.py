@@ -90,12 +90,12 @@ def test_plain_pm_sample_weighs_basins_hundreds_of_nats_apart():
         return pt.logaddexp(heavy, light) - log_r
 
     with pm.Model() as model:
-        add_label("r_basin__", jump)
         pm.CustomDist("r", 0.0, logp=logp, default_transform=jump, initval=1.0)
+        add_label("r_basin", jump)
     idata = pm.sample(1000, tune=500, random_seed=3, model=model, **SAMPLE)
-    assert "r_basin__" not in idata.posterior  # hidden like a transformed value
     log_r = np.log(idata.posterior["r"].values)
     light = log_r > 1.5
+    np.testing.assert_array_equal(idata.posterior["r_basin"], light)  # the basin each draw is in
     for chain in light:
         assert chain.mean() == pytest.approx(0.3, abs=0.06)
     assert log_r[light].std() == pytest.approx(0.3, rel=0.1)
@@ -117,22 +117,24 @@ def _toy(**options):
     return model, priors, (D, y)
 
 
-def test_sle_priors_label_is_hidden_and_posterior_predictive_keeps_the_draws():
+def test_sle_priors_label_comes_last_and_forward_sampling_keeps_the_draws():
     model, priors, _ = _toy()
     assert priors.scales["radius"] == "centred log, basin jumps"
-    assert priors.var_names(model) == ["radius", "ls", "eta", "sigma"]
+    assert priors.var_names(model) == ["radius", "ls", "eta", "sigma", "radius_basin"]
+    prior = pm.sample_prior_predictive(50, model=model, random_seed=1)
+    assert set(np.unique(prior.prior["radius_basin"])) == {0, 1}
     idata = pm.sample(20, tune=20, random_seed=1, model=model, **SAMPLE)
-    assert sorted(idata.posterior.data_vars) == ["eta", "ls", "radius", "radius_copy", "sigma"]
-    with model:  # the label is not in the trace, and no hyperparameter is resampled for it
-        copied = pm.sample_posterior_predictive(idata, var_names=["radius_copy"], progressbar=False)
-    copy = copied.posterior_predictive["radius_copy"]
-    np.testing.assert_allclose(copy, idata.posterior["radius"])
-    kept = pm.sample(5, tune=5, random_seed=1, model=model,
-                     idata_kwargs={"include_transformed": True}, **SAMPLE)  # fmt: skip
-    assert set(np.unique(kept.posterior["radius_basin__"])) <= {0, 1}
-    # sample_basins fixes the label: one basin at a time, the grid's weights
+    assert list(idata.posterior.data_vars)[:5] == priors.var_names(model)
+    # sample_basins fixes the label: one basin at a time, the grid's weights; its pooled draws
+    # have no label, and forward sampling keeps their hyperparameters all the same
     pooled = sample_basins(priors, draws=20, tune=20, random_seed=1, model=model, **SAMPLE)
-    assert "radius_basin__" not in pooled.posterior
+    assert "radius_basin" not in pooled.posterior
+    for draws in (idata, pooled):
+        with model:
+            copied = pm.sample_posterior_predictive(draws, var_names=["radius_copy"],
+                                                    progressbar=False)  # fmt: skip
+        copy = copied.posterior_predictive["radius_copy"]
+        np.testing.assert_allclose(copy, draws.posterior["radius"])
 
 
 def test_plain_pm_sample_matches_brute_force_basin_masses_on_an_sle_model():

@@ -291,9 +291,9 @@ def test_sle_priors_jumps_between_basins_where_the_start_basin_misses_mass():
     # (docs/hyperposterior.md); the radius in the frame of the basin its label names
     jump = model.rvs_to_transforms[priors["radius"]]
     assert isinstance(jump, BasinJump) and isinstance(jump.base, CenteredLog)
-    assert jump.label.name == "radius_basin__" and jump.means.size == 2
+    assert jump.label.name == "radius_basin" and jump.means.size == 2
     assert set(model.initial_point()) == {
-        "radius_basin__",
+        "radius_basin_index__",
         "radius_basinjump__",
         "ls_ridge__",
         "eta_centeredlog__",

@@ -244,3 +244,13 @@ def test_radius_divergence_starts_reads_u_and_skips_pooled_basins():
     found = radius_divergence_starts(idata(["eta_log__", "radius_quantilelog__"]), model, priors)
     np.testing.assert_array_equal(found, [1.0, 11.0])
     assert radius_divergence_starts(idata(["eta_log__", "radius_chain__"]), model, priors) is None
+
+
+def test_basin_jumps_quick(run_study):
+    stats = json.loads((run_study("basin_jumps") / "basin_jumps.json").read_text())
+    [case] = stats["cases"]
+    for name in ("plain", "basins"):
+        fit = case[name]
+        assert sum(fit["share"]) == pytest.approx(1.0) and fit["r_hat_max"] > 0.9
+        assert len(fit["share"]) == len(case["reference"]) == len(case["basin_radius"])
+    assert sum(case["reference"]) == pytest.approx(1.0) and 0 <= case["reference_edge_mass"] < 1

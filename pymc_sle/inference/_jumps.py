@@ -28,12 +28,16 @@ Changing the label at a fixed :math:`v` moves the radius to the same standardise
 another basin (and ``ls`` along its ridge, which follows the radius), and is accepted with
 about the ratio of the basins' masses.
 
-The label's value enters the transform directly, not as an input of the radius's distribution:
-in the generative graph the radius does not depend on it, so forward draws and
-``pm.sample_posterior_predictive`` never resample the hyperparameters for want of the label in
-a trace. Its name ends in ``__``, like PyMC's transformed values, so traces leave it out unless
-``idata_kwargs={"include_transformed": True}``. :func:`~pymc_sle.inference.sample_basins`
-fixes it (one basin at a time, for any NUTS sampler); nutpie and numpyro cannot sample it.
+The label, ``<radius>_basin``, comes after the four hyperparameters in the model and in
+traces: a draw's label is the basin its radius is in (0 the start's, then by mass), so its mean
+in ``az.summary`` is a weighted basin index and its r-hat says whether the chains agree on the
+basins' weights. (PyMC hides only variables named like transformed values, ``..._name__``, and
+``pm.sample_prior_predictive`` rejects a random variable so named.) Its value enters the
+transform directly, not as an input of the radius's distribution: in the generative graph the
+radius does not depend on it, as in the model, so ``pm.sample_posterior_predictive`` keeps the
+sampled hyperparameters even on draws without the label (``sample_basins``' pooled ones).
+:func:`~pymc_sle.inference.sample_basins` fixes it (one basin at a time, for any NUTS
+sampler); nutpie and numpyro cannot sample a discrete variable.
 """
 
 from __future__ import annotations
@@ -157,10 +161,33 @@ def frames(base: Transform, radius, marginal, basins) -> tuple[np.ndarray, ...]:
     return np.array(means), np.array(sds), ends[place], ends[place + 1]
 
 
+class _Identity(Transform):
+    """The identity: PyMC lists a variable's value in traces after every transformed
+    variable's, so the label, given it, comes after the four hyperparameters. (A copy: PyMC
+    names what ``backward`` returns after the variable.)"""
+
+    name = "index"
+
+    def forward(self, value, *inputs):
+        return value.copy()
+
+    def backward(self, value, *inputs):
+        return value.copy()
+
+    def log_jac_det(self, value, *inputs):
+        return pt.zeros_like(value, dtype="float64")
+
+
+_LISTED_LAST = _Identity()
+
+
 def add_label(name: str, transform: BasinJump) -> pt.TensorVariable:
     """The label in the current model, uniform over ``transform``'s basins and starting at the
-    start's, bound to ``transform``."""
+    start's, bound to ``transform`` (which may already be a variable's: it is read only when
+    the model's density is built).
+
+    The basins are numbered as ``transform``'s: the start's first."""
     k = transform.means.size
-    label = pm.Categorical(name, p=np.full(k, 1.0 / k), initval=0)
+    label = pm.Categorical(name, p=np.full(k, 1.0 / k), initval=0, default_transform=_LISTED_LAST)
     transform.bind(label, pm.modelcontext(None).rvs_to_values[label])
     return label

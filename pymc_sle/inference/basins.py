@@ -9,13 +9,17 @@ within a run (``docs/hyperposterior.md``). Cut the radius axis at the dips into 
     p(\theta \mid y) = \sum_b w_b\, p(\theta \mid y, r \in B_b), \qquad
     w_b = P(r \in B_b \mid y),
 
-whose weights the grid posterior of :func:`pymc_sle.inference.priors.sle_priors` gives (exact up
-to the grid's resolution). :func:`sample_basins` samples each restricted posterior
-:math:`p(\theta \mid y, r \in B_b)` with ``chains`` NUTS chains: the radius's value transform
-is followed by an interval transform onto :math:`B_b` (the model's densities are unchanged inside
-it, so the restricted posterior is exact), and the chains start at the basin's highest grid
-cell. The intervals meet halfway (geometrically) between neighbouring basins' outermost grid
-cells, where the grid's cell masses split; the outer two are open.
+whose weights the grid posterior of :func:`pymc_sle.inference.priors.sle_priors` gives (up to
+the grid's resolution and range: on 30 points of sin(6x) its length-scale axis ended inside the
+lighter basin's posterior, and it gave that basin 0.149 of the mass where a grid over the
+priors' whole range gives 0.243; plain ``pm.sample``, whose basin label the chains move,
+estimates the weights by Monte Carlo instead, ``pymc_sle.inference._jumps``).
+:func:`sample_basins` samples each restricted posterior :math:`p(\theta \mid y, r \in B_b)`
+with ``chains`` NUTS chains: the radius's value transform is followed by an interval transform
+onto :math:`B_b` (the model's densities are unchanged inside it, so the restricted posterior is
+exact), and the chains start at the basin's highest grid cell. The intervals meet halfway
+(geometrically) between neighbouring basins' outermost grid cells, where the grid's cell masses
+split; the outer two are open.
 
 Chain ``c`` of the result is chain ``c`` of every basin, each thinned to a number of draws
 proportional to :math:`w_b` (renormalised over the sampled basins), and interleaved: the basins'
@@ -202,10 +206,11 @@ def basin_models(
 
     With at most one basin holding ``min_mass``: ``[(that basin or None, model)]``, the model
     itself, or, where ``sle_priors`` added a basin label for plain ``pm.sample``
-    (``pymc_sle.inference._jumps``), a copy with the label fixed at the start's basin. With several: for each, in order of radius, a copy of ``model`` whose radius is
-    confined to the basin's interval (module notes) and whose initial values are the basin's
-    highest grid cell. Sample one yourself to give a basin its own sampler settings, or to keep
-    records that pooling thins away (e.g. nutpie's ``store_divergences=True``).
+    (``pymc_sle.inference._jumps``), a copy with the label fixed at the start's basin. With
+    several: for each, in order of radius, a copy of ``model`` (the label fixed likewise) whose
+    radius is confined to the basin's interval (module notes) and whose initial values are the
+    basin's highest grid cell. Sample one yourself to give a basin its own sampler settings, or
+    to keep records that pooling thins away (e.g. nutpie's ``store_divergences=True``).
 
     Parameters
     ----------
@@ -353,14 +358,14 @@ def sample_basins(
         return idata
     basins = [basin for basin, _ in confined]
     cuts = _cuts(basins)
-    watched = priors.var_names(model)
     fits, diagnostics = [], []
     for b, (_, restricted) in enumerate(confined):
         seed = None if random_seed is None else random_seed + b
         with _blas_limit(chains, sample_kwargs):
             fit = pm.sample(random_seed=seed, model=restricted, **common)
         fits.append(fit)
-        diagnostics.append(worst_values(fit, az.summary(fit, var_names=watched, round_to="none")))
+        summary = az.summary(fit, var_names=priors.var_names(model, fit), round_to="none")
+        diagnostics.append(worst_values(fit, summary))
     # A basin too light to sample lies in a sampled one's interval, which holds its mass too.
     weights = np.zeros(len(basins))
     np.add.at(weights, np.searchsorted(cuts, [b.radius for b in priors.basins]),

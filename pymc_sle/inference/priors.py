@@ -25,7 +25,6 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pymc.util import is_transformed_name
 
 from pymc_sle.inference._bounds import (
     SLEBounds,
@@ -71,8 +70,9 @@ class SLEPriors(dict):
     scale), with ``", basin jumps"`` after the radius's where a label moves it between basins.
     The model's variables are the four keys, whatever their scales: the changes of variable are
     their transforms, hidden from traces as PyMC hides every transformed value
-    (``idata_kwargs={"include_transformed": True}`` keeps them), and so is the basin label,
-    ``<radius>_basin__`` (``pymc_sle.inference._jumps``)."""
+    (``idata_kwargs={"include_transformed": True}`` keeps them). Where a basin label moves the
+    radius, it is one more variable after the four, ``<radius>_basin``: the basin each draw is
+    in (``pymc_sle.inference._jumps``)."""
 
     def __init__(
         self,
@@ -156,18 +156,14 @@ class SLEPriors(dict):
 
     def var_names(self, model: pm.Model, idata=None) -> list[str]:
         """What convergence diagnostics should cover: every free variable of ``model``, the
-        four hyperparameters first; not the basin label of ``pymc_sle.inference._jumps``,
-        which traces leave out as they do PyMC's transformed values.
+        four hyperparameters first (then the basin label of ``pymc_sle.inference._jumps``,
+        if any: its r-hat says whether the chains agree on the basins' weights).
 
         With ``idata``, only those in its posterior: ``gp.conditional`` adds free variables to
         the model that NUTS never sampled, e.g. ``az.summary(idata,
         var_names=priors.var_names(model, idata))`` after a prediction."""
         own = [v.name for v in self.values()]
-        names = own + [
-            rv.name
-            for rv in model.free_RVs
-            if rv.name not in own and not is_transformed_name(rv.name)
-        ]
+        names = own + [rv.name for rv in model.free_RVs if rv.name not in own]
         return names if idata is None else [n for n in names if n in idata.posterior]
 
 
@@ -382,8 +378,6 @@ def _add_to_model(problem: SearchProblem, reparametrised: ReparamPlan | None, na
         scales[name].transform.bind(radius)
         return pm.CustomDist(names[name], radius, logp=logp, random=random, **options(name))
 
-    if isinstance(scales["radius"].transform, BasinJump):
-        add_label(f"{names['radius']}_basin__", scales["radius"].transform)
     radius = radius_variable(**options("radius"))
     variables = {"radius": radius}
     for name in ("ls", "eta", "sigma"):  # ls is always on its ridge
@@ -391,6 +385,8 @@ def _add_to_model(problem: SearchProblem, reparametrised: ReparamPlan | None, na
             variables[name] = on_ridge(name)
         else:
             variables[name] = pm.HalfNormal(names[name], sigma=scale, **options(name))
+    if isinstance(scales["radius"].transform, BasinJump):  # after the four: traces list it last
+        add_label(f"{names['radius']}_basin", scales["radius"].transform)
     return variables
 
 

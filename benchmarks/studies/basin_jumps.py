@@ -1,0 +1,201 @@
+"""Plain ``pm.sample`` on multi-basin radius posteriors: basin jumps against ``sample_basins``
+and a brute-force grid.
+
+On the NUTS benchmark's splits whose radius posterior has basins outside the start's holding
+more than 1 % of the grid's mass (``--cases``; default strings split 2, SAXS splits 0 and 2),
+the README recipe's model (:func:`benchmarks.nuts_data.sle_model`) is sampled by PyMC's NUTS two
+ways, 4 chains x (1000 tune + 1000 draws), 2 cores, seed 1:
+
+- ``pm.sample`` as a user types it (PyMC's defaults): ``sle_priors``' hidden basin label moves
+  the radius between basins by Gibbs-Metropolis steps (``pymc_sle.inference._jumps``);
+- ``sle.inference.sample_basins(priors)``: each basin apart, pooled by the grid's masses.
+
+Each basin's share of the draws is compared with a brute-force grid posterior of the same
+model over the priors' whole range: radius and length scale 4 prior sd either side of their
+medians, ``eta`` and ``sigma`` over ``[1e-5, 4] * std(y)``, 64 x 96 x 40 x 40 cells; within
+the radius cap where there is one. The basins are the radius intervals the label uses (cut
+halfway, geometrically, between neighbouring basins' outermost grid cells).
+
+Writes benchmarks/results/studies/basin_jumps.{json,md,png}.
+
+Run:  python -m benchmarks.studies.basin_jumps [--quick]
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pymc as pm
+
+from benchmarks._paths import SHARED_DATA
+from benchmarks.nuts_data import BENCHMARKS, sle_model
+from benchmarks.studies.common import (
+    markdown_rows,
+    parser,
+    pyplot,
+    save_figure,
+    write_json,
+    write_markdown,
+)
+from pymc_sle.inference import grid_posterior, sample_basins
+from pymc_sle.inference._bounds import target_scale
+from pymc_sle.inference._jumps import BasinJump
+from pymc_sle.inference.basins import _cuts, worst_values
+from pymc_sle.inference.priors import DEFAULT_POLICY
+
+CASES = ("strings:2", "saxs:0", "saxs:2")
+REFERENCE = {"n_radius": 64, "n_ls": 96, "n_scale": 40}
+QUICK_REFERENCE = {"n_radius": 16, "n_ls": 16, "n_scale": 8}
+HEADER = ["split", "sampler", "reference", "grid weights", "share of draws", "per chain",
+          "switches / 1,000", "r̂ max", "bulk ESS", "tail ESS", "divergences",
+          "wall (s)"]  # fmt: skip
+
+
+def reference_masses(D, n, y, inner: str, cuts, cap, cells: dict) -> tuple[np.ndarray, float]:
+    """The brute-force grid's mass in each basin interval (within ``cap``), and the most mass
+    any of ``ls``, ``eta`` and ``sigma`` puts in an end cell of its axis (small: the axes hold
+    the posterior)."""
+    scales = np.geomspace(1e-5, 4.0, cells["n_scale"]) * target_scale(y)
+    grid = grid_posterior(D, np.arange(n), y, inner=inner, width=4.0, n_radius=cells["n_radius"],
+                          n_ls=cells["n_ls"], eta=scales, sigma=scales)  # fmt: skip
+    marginal = grid.marginal("radius")
+    if cap is not None:
+        marginal = np.where(grid.radius < cap, marginal, 0.0)
+    masses = np.bincount(np.searchsorted(cuts, grid.radius), marginal, len(cuts) + 1)
+    edge = max(float(grid.marginal(name)[[0, -1]].max()) for name in ("ls", "eta", "sigma"))
+    return (masses / masses.sum()).tolist(), edge
+
+
+def shares(idata, cuts) -> tuple[np.ndarray, np.ndarray, float]:
+    """Each basin's share of the draws, pooled and per chain ``(chains, basins)``, and the basin
+    switches per 1,000 draws."""
+    basin = np.searchsorted(cuts, idata.posterior["radius"].values)
+    per_chain = np.stack([np.bincount(c, minlength=len(cuts) + 1) / c.size for c in basin])
+    switches = 1000 * float(np.mean(basin[:, 1:] != basin[:, :-1]))
+    return per_chain.mean(axis=0).tolist(), per_chain, switches
+
+
+def run_case(bench, ctx, draws: int, chains: int, cells: dict) -> dict:
+    offset = float(ctx.y_train.mean())
+    model, _, priors, _ = sle_model(bench, ctx, offset)
+    basins = sorted((b for b in priors.basins if b.mass >= DEFAULT_POLICY.min_basin_mass),
+                    key=lambda b: b.radius)  # fmt: skip
+    cuts = _cuts(basins)
+    row = {"benchmark": bench.name, "split": ctx.trial.draw, "n": ctx.n_train,
+           "jumps": isinstance(model.rvs_to_transforms[priors["radius"]], BasinJump),
+           "basin_radius": [b.radius for b in basins], "cap": priors.radius_cap}  # fmt: skip
+    row["reference"], row["reference_edge_mass"] = reference_masses(
+        ctx.landmark[bench.kind], ctx.n_train, ctx.y_train - offset, bench.inner, cuts,
+        priors.radius_cap, cells,
+    )  # fmt: skip
+    common = dict(draws=draws, tune=draws, chains=chains, cores=2, random_seed=1,
+                  progressbar=False, model=model)  # fmt: skip
+    for name, sample in (("plain", pm.sample), ("basins", sample_basins)):
+        args = (priors,) if name == "basins" else ()
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = sample(*args, **common)
+        wall = time.perf_counter() - start
+        mean, per_chain, switches = shares(idata, cuts)
+        summary = az.summary(idata, var_names=priors.var_names(model, idata), round_to="none")
+        worst = worst_values(idata, summary)
+        row[name] = {"wall_s": wall, "share": mean,
+                     "chain_share_min": per_chain.min(axis=0).tolist(),
+                     "chain_share_max": per_chain.max(axis=0).tolist(),
+                     "switches_per_1000": switches,
+                     **{k: worst[k] for k in ("r_hat_max", "ess_bulk_min", "ess_tail_min",
+                                              "divergences")}}  # fmt: skip
+        if name == "basins":
+            row["grid_weights"] = list(idata.posterior.attrs.get("basin_weight", [1.0]))
+    return row
+
+
+def _shares(values) -> str:
+    return " / ".join(f"{v:.3f}" for v in values)
+
+
+def report(rows: list[dict], settings: dict) -> list[str]:
+    table = []
+    for r in rows:
+        for name, label in (("plain", "pm.sample, basin jumps"), ("basins", "sample_basins")):
+            fit = r[name]
+            table.append([
+                f"{r['benchmark']} {r['split']} (n = {r['n']})", label, _shares(r["reference"]),
+                _shares(r["grid_weights"]) if name == "basins" else "",
+                _shares(fit["share"]),
+                f"{_shares(fit['chain_share_min'])} .. {_shares(fit['chain_share_max'])}",
+                round(fit["switches_per_1000"], 1), round(fit["r_hat_max"], 3),
+                round(fit["ess_bulk_min"]), round(fit["ess_tail_min"]), fit["divergences"],
+                round(fit["wall_s"]),
+            ])  # fmt: skip
+    return [
+        f"**What holds today.** {_verdict(rows)}",
+        "",
+        f"Method: `benchmarks/studies/basin_jumps.py` (its docstring); {settings['chains']} "
+        f"chains x ({settings['draws']} + {settings['draws']}) per run, PyMC's NUTS. Basins "
+        "in order of radius; `reference`: the brute-force grid's masses; shares per chain: "
+        "lowest .. highest; switches: draws whose basin differs from the previous one's.",
+        "",
+        *markdown_rows(HEADER, table),
+        "",
+        "![Basin masses](basin_jumps.png)",
+    ]
+
+
+def figure(rows: list[dict], path: Path) -> None:
+    """Each case's basin masses: the brute-force grid's, and the two samplers' shares."""
+    fig, axes = pyplot().subplots(1, len(rows), figsize=(4 * len(rows), 3.2), squeeze=False)
+    for ax, r in zip(axes[0], rows, strict=True):
+        x = np.arange(len(r["reference"]))
+        bars = (("reference", r["reference"]), ("pm.sample, jumps", r["plain"]["share"]),
+                ("sample_basins", r["basins"]["share"]))  # fmt: skip
+        for i, (label, values) in enumerate(bars):
+            ax.bar(x + (i - 1) * 0.27, values, 0.27, label=label)
+        ax.set_xticks(x, [f"r ~ {radius:.3g}" for radius in r["basin_radius"]])
+        ax.set_title(f"{r['benchmark']} split {r['split']} (n = {r['n']})")
+        ax.set_ylabel("posterior mass")
+    axes[0][0].legend(fontsize=8)
+    save_figure(fig, path)
+
+
+def _verdict(rows: list[dict]) -> str:
+    errors = {name: max(float(np.abs(np.subtract(r[name]["share"], r["reference"])).max())
+                        for r in rows) for name in ("plain", "basins")}  # fmt: skip
+    return (
+        f"Largest error of a basin's share against the brute-force grid: plain `pm.sample` "
+        f"{errors['plain']:.3f}, `sample_basins` {errors['basins']:.3f}; largest r̂ "
+        f"{max(r['plain']['r_hat_max'] for r in rows):.3f} and "
+        f"{max(r['basins']['r_hat_max'] for r in rows):.3f}."
+    )
+
+
+def main(argv=None) -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--cases", nargs="+", default=list(CASES), help="benchmark:split pairs")
+    p.add_argument("--mesh", type=Path, default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
+    args = p.parse_args(argv)
+    cases = ["strings:0"] if args.quick else args.cases
+    draws, chains, cells = (40, 2, QUICK_REFERENCE) if args.quick else (1000, 4, REFERENCE)
+    rows = []
+    for case in cases:
+        name, split = case.split(":")
+        bench = BENCHMARKS[name](args.quick, args)
+        ctx = bench.contexts(int(split) + 1)[int(split)]
+        rows.append(run_case(bench, ctx, draws, chains, cells))
+        print(f"{case}: reference {_shares(rows[-1]['reference'])}, plain "
+              f"{_shares(rows[-1]['plain']['share'])}, basins "
+              f"{_shares(rows[-1]['basins']['share'])}")  # fmt: skip
+    settings = {"draws": draws, "chains": chains, "reference": cells, "quick": args.quick}
+    write_json(args.out / "basin_jumps.json", {"settings": settings, "cases": rows})
+    figure(rows, args.out / "basin_jumps.png")
+    write_markdown(args.out / "basin_jumps.md", "Basin jumps: plain pm.sample across radius "
+                   "basins", report(rows, settings))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
