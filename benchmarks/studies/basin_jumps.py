@@ -3,12 +3,17 @@ and a brute-force grid.
 
 On the NUTS benchmark's splits whose radius posterior has basins outside the start's holding
 more than 1 % of the grid's mass (``--cases``; default strings split 2, SAXS splits 0 and 2),
-the README recipe's model (:func:`benchmarks.nuts_data.sle_model`) is sampled by PyMC's NUTS two
-ways, 4 chains x (1000 tune + 1000 draws), 2 cores, seed 1:
+the README recipe's model (:func:`benchmarks.nuts_data.sle_model`) is sampled three ways, 4
+chains, 2 cores, seed 1:
 
-- ``pm.sample`` as a user types it (PyMC's defaults): ``sle_priors``' hidden basin label moves
-  the radius between basins by Gibbs-Metropolis steps (``pymc_sle.inference._jumps``);
-- ``sle.inference.sample_basins(priors)``: each basin apart, pooled by the grid's masses.
+- ``pm.sample`` as a user types it (PyMC's defaults, 1000 tune + 1000 draws): ``sle_priors``'
+  basin label moves the radius between basins by Gibbs-Metropolis steps
+  (``pymc_sle.inference._jumps``);
+- ``sle.inference.sample_basins(priors)`` (PyMC's NUTS, 1000 + 1000): each basin apart, pooled
+  by the grid's masses;
+- ``pm.sample_smc`` (1000 particles per chain, PyMC's IMH kernel) on the same model built with
+  ``sle_priors(..., start="prior")``: no initial values, which PyMC's SMC would copy into every
+  particle, and no changes of variable.
 
 Each basin's share of the draws is compared with a brute-force grid posterior of the same
 model over the priors' whole range: radius and length scale 4 prior sd either side of their
@@ -50,6 +55,8 @@ from pymc_sle.inference.priors import DEFAULT_POLICY
 CASES = ("strings:2", "saxs:0", "saxs:2")
 REFERENCE = {"n_radius": 64, "n_ls": 96, "n_scale": 40}
 QUICK_REFERENCE = {"n_radius": 16, "n_ls": 16, "n_scale": 8}
+LABELS = {"plain": "pm.sample, basin jumps", "basins": "sample_basins",
+          "smc": "pm.sample_smc, start='prior'"}  # fmt: skip
 HEADER = ["split", "sampler", "reference", "grid weights", "share of draws", "per chain",
           "switches / 1,000", "r̂ max", "bulk ESS", "tail ESS", "divergences",
           "wall (s)"]  # fmt: skip
@@ -94,15 +101,27 @@ def run_case(bench, ctx, draws: int, chains: int, cells: dict) -> dict:
     )  # fmt: skip
     common = dict(draws=draws, tune=draws, chains=chains, cores=2, random_seed=1,
                   progressbar=False, model=model)  # fmt: skip
-    for name, sample in (("plain", pm.sample), ("basins", sample_basins)):
-        args = (priors,) if name == "basins" else ()
+    plain_model, _, plain_priors, _ = sle_model(bench, ctx, offset, start="prior")
+    runs = {
+        "plain": lambda: pm.sample(**common),
+        "basins": lambda: sample_basins(priors, **common),
+        "smc": lambda: pm.sample_smc(
+            draws=draws, chains=chains, cores=2, random_seed=1, progressbar=False, model=plain_model
+        ),
+    }
+    for name, sample in runs.items():
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            idata = sample(*args, **common)
+            idata = sample()
         wall = time.perf_counter() - start
         mean, per_chain, switches = shares(idata, cuts)
-        summary = az.summary(idata, var_names=priors.var_names(model, idata), round_to="none")
+        names = (
+            priors.var_names(model, idata)
+            if name != "smc"
+            else plain_priors.var_names(plain_model, idata)
+        )
+        summary = az.summary(idata, var_names=names, round_to="none")
         worst = worst_values(idata, summary)
         row[name] = {"wall_s": wall, "share": mean,
                      "chain_share_min": per_chain.min(axis=0).tolist(),
@@ -112,6 +131,9 @@ def run_case(bench, ctx, draws: int, chains: int, cells: dict) -> dict:
                                               "divergences")}}  # fmt: skip
         if name == "basins":
             row["grid_weights"] = list(idata.posterior.attrs.get("basin_weight", [1.0]))
+        if name == "smc":
+            evidence = idata.sample_stats["log_marginal_likelihood"].values
+            row[name]["log_evidence"] = [float(np.asarray(c[-1]).ravel()[-1]) for c in evidence]
     return row
 
 
@@ -122,7 +144,7 @@ def _shares(values) -> str:
 def report(rows: list[dict], settings: dict) -> list[str]:
     table = []
     for r in rows:
-        for name, label in (("plain", "pm.sample, basin jumps"), ("basins", "sample_basins")):
+        for name, label in LABELS.items():
             fit = r[name]
             table.append([
                 f"{r['benchmark']} {r['split']} (n = {r['n']})", label, _shares(r["reference"]),
@@ -137,7 +159,8 @@ def report(rows: list[dict], settings: dict) -> list[str]:
         f"**What holds today.** {_verdict(rows)}",
         "",
         f"Method: `benchmarks/studies/basin_jumps.py` (its docstring); {settings['chains']} "
-        f"chains x ({settings['draws']} + {settings['draws']}) per run, PyMC's NUTS. Basins "
+        f"chains x ({settings['draws']} + {settings['draws']}) per NUTS run, "
+        f"{settings['draws']} particles per SMC chain. Basins "
         "in order of radius; `reference`: the brute-force grid's masses; shares per chain: "
         "lowest .. highest; switches: draws whose basin differs from the previous one's.",
         "",
@@ -152,10 +175,14 @@ def figure(rows: list[dict], path: Path) -> None:
     fig, axes = pyplot().subplots(1, len(rows), figsize=(4 * len(rows), 3.2), squeeze=False)
     for ax, r in zip(axes[0], rows, strict=True):
         x = np.arange(len(r["reference"]))
-        bars = (("reference", r["reference"]), ("pm.sample, jumps", r["plain"]["share"]),
-                ("sample_basins", r["basins"]["share"]))  # fmt: skip
+        bars = (
+            ("reference", r["reference"]),
+            ("pm.sample, jumps", r["plain"]["share"]),
+            ("sample_basins", r["basins"]["share"]),
+            ("pm.sample_smc", r["smc"]["share"]),
+        )
         for i, (label, values) in enumerate(bars):
-            ax.bar(x + (i - 1) * 0.27, values, 0.27, label=label)
+            ax.bar(x + (i - 1.5) * 0.2, values, 0.2, label=label)
         ax.set_xticks(x, [f"r ~ {radius:.3g}" for radius in r["basin_radius"]])
         ax.set_title(f"{r['benchmark']} split {r['split']} (n = {r['n']})")
         ax.set_ylabel("posterior mass")
@@ -164,14 +191,13 @@ def figure(rows: list[dict], path: Path) -> None:
 
 
 def _verdict(rows: list[dict]) -> str:
-    errors = {name: max(float(np.abs(np.subtract(r[name]["share"], r["reference"])).max())
-                        for r in rows) for name in ("plain", "basins")}  # fmt: skip
-    return (
-        f"Largest error of a basin's share against the brute-force grid: plain `pm.sample` "
-        f"{errors['plain']:.3f}, `sample_basins` {errors['basins']:.3f}; largest r̂ "
-        f"{max(r['plain']['r_hat_max'] for r in rows):.3f} and "
-        f"{max(r['basins']['r_hat_max'] for r in rows):.3f}."
-    )
+    parts = []
+    for name, label in LABELS.items():
+        error = max(np.abs(np.subtract(r[name]["share"], r["reference"])).max() for r in rows)
+        r_hat = max(r[name]["r_hat_max"] for r in rows)
+        parts.append(f"{label} {error:.3f} (largest r̂ {r_hat:.3f})")
+    head = "Largest error of a basin's share against the brute-force grid: "
+    return head + "; ".join(parts) + "."
 
 
 def main(argv=None) -> None:
