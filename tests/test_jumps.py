@@ -137,14 +137,38 @@ def test_sle_priors_label_comes_last_and_forward_sampling_keeps_the_draws():
         np.testing.assert_allclose(copy, draws.posterior["radius"])
 
 
-def test_plain_pm_sample_matches_brute_force_basin_masses_on_an_sle_model():
-    model, priors, (D, y) = _toy()
+@pytest.fixture(scope="module")
+def toy_reference():
+    """The toy's cut between its basins, and the lighter basin's mass by a brute-force grid over
+    the priors' whole range (0.243)."""
+    _, priors, (D, y) = _toy()
     cut = np.sqrt(min(b.high for b in priors.basins) * max(b.low for b in priors.basins))
     grid = grid_posterior(D, np.arange(30), y, radius=np.geomspace(0.2, 5, 64),
                           ls=np.geomspace(0.01, 3000, 96), sigma=np.geomspace(1e-5, 0.5, 64),
                           n_scale=40)  # fmt: skip
-    truth = float(grid.marginal("radius")[grid.radius < cut].sum())  # 0.243
+    return cut, float(grid.marginal("radius")[grid.radius < cut].sum())
+
+
+def test_plain_pm_sample_matches_brute_force_basin_masses_on_an_sle_model(toy_reference):
+    cut, truth = toy_reference
+    model, priors, _ = _toy()
     idata = pm.sample(1000, tune=1000, random_seed=1, model=model, **SAMPLE)
     below = (idata.posterior["radius"].values < cut).mean(axis=1)
     assert below == pytest.approx([truth, truth], abs=0.05)
     assert min(b.mass for b in priors.basins) < truth - 0.05  # the grid of sle_priors is off
+    # the label is each draw's basin: 0 the start's (the grid's mode: here the lighter basin)
+    below = idata.posterior["radius"].values < cut
+    start_below = model.rvs_to_initial_values[priors["radius"]] < cut
+    np.testing.assert_array_equal(idata.posterior["radius_basin"], below != start_below)
+
+
+def test_pm_sample_smc_on_the_prior_start_model_matches_brute_force(toy_reference):
+    """PyMC's SMC copies initial values into every particle: on the start="prior" model (none
+    set) its particles are prior draws, and it weighs the basins as the brute-force grid does."""
+    cut, truth = toy_reference
+    model, _, _ = _toy(start="prior")
+    assert all(v is None for v in model.rvs_to_initial_values.values())
+    idata = pm.sample_smc(draws=1000, chains=2, cores=1, random_seed=1, progressbar=False,
+                          model=model)  # fmt: skip
+    below = (idata.posterior["radius"].values < cut).mean(axis=1)
+    assert below == pytest.approx([truth, truth], abs=0.05)
