@@ -48,7 +48,13 @@ def test_marginals_are_probabilities(data):
     for name, size in (("radius", 4), ("ls", 5), ("eta", 3), ("sigma", 3)):
         p = grid.marginal(name)
         assert p.shape == (size,) and (p >= 0).all() and p.sum() == pytest.approx(1.0)
-    assert grid.joint_radius_ls().sum() == pytest.approx(1.0)
+    for name in ("ls", "eta", "sigma"):
+        joint = grid.joint_with_radius(name)
+        assert joint.sum() == pytest.approx(1.0)
+        np.testing.assert_allclose(joint.sum(axis=1), grid.marginal("radius"))
+        np.testing.assert_allclose(joint.sum(axis=0), grid.marginal(name))
+    with pytest.raises(ValueError, match="`name` must be one of"):
+        grid.joint_with_radius("radius")
     assert grid.profile_log_likelihood.shape == (4, 5)
     assert grid.nearest_neighbour == pytest.approx(D[D > 0].min())
 

@@ -10,8 +10,8 @@ import pytest
 
 import pymc_sle as sle
 from pymc_sle.inference import grid_posterior, sample_basins
-from pymc_sle.inference._jumps import BasinJump, add_label
-from pymc_sle.inference._transforms import CenteredLog
+from pymc_sle.inference._jumps import BasinJump, InBasin, add_label, at_start
+from pymc_sle.inference._transforms import CenteredLog, OnRidge
 from pymc_sle.inference.priors import sle_priors
 
 SAMPLE = dict(chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
@@ -53,6 +53,38 @@ def test_each_label_maps_the_line_onto_its_basin_with_the_right_jacobian(label):
         assert f(x, label)[1] == pytest.approx(np.log((r[1] - r[0]) / (2 * h)), abs=1e-5)
 
 
+@pytest.mark.parametrize("label", [0, 1, 2])
+def test_in_basin_is_an_affine_change_of_the_inner_coordinate_per_label(label):
+    inner = CenteredLog(2.0, 0.5)
+    framed = InBasin(inner, means=[0.5, -3.0, 4.0], sds=[1.0, 2.0, 0.5])
+    v = pt.dscalar("v")
+    framed.bind(None, pt.lscalar("k"))
+    f = pytensor.function([v, framed._label_value], [framed.backward(v), framed.log_jac_det(v)])
+    ratio = framed.sds[label] / framed.sds[0]
+    for x in (-2.0, 0.5, 3.0):
+        coordinate = framed.means[label] + ratio * (x - framed.means[0])
+        value, log_jacobian = f(x, label)
+        assert value == pytest.approx(2.0 * np.exp(0.5 * coordinate))  # inner's backward
+        h = 1e-6
+        slope = (f(x + h, label)[0] - f(x - h, label)[0]) / (2 * h)
+        assert log_jacobian == pytest.approx(np.log(slope), abs=1e-6)
+    # the start's frame is the inner transform itself
+    assert f(0.7, 0)[0] == pytest.approx(float(inner.backward(pt.as_tensor(0.7)).eval()))
+    with pytest.raises(ValueError, match="sds be positive"):
+        InBasin(inner, means=[0.0, 1.0], sds=[1.0, 0.0])
+
+
+def test_at_start_unwraps_every_framed_transform():
+    jump = BasinJump(CenteredLog(1.0, 0.1), **THREE)
+    inner = CenteredLog(2.0, 0.5)
+    framed = InBasin(inner, means=[0.0, 1.0, 2.0], sds=[1.0, 1.0, 1.0])
+    assert at_start(jump) is jump.base and at_start(framed) is inner and at_start(inner) is inner
+    ridge = OnRidge(object(), framed)
+    unwrapped = at_start(ridge)
+    assert isinstance(unwrapped, OnRidge) and unwrapped.inner is inner
+    assert unwrapped.ridge is ridge.ridge
+
+
 def test_forward_inverts_backward_in_the_start_basin():
     jump = BasinJump(CenteredLog(1.0, 0.1), **THREE)
     f = _functions(jump)
@@ -91,7 +123,7 @@ def test_plain_pm_sample_weighs_basins_hundreds_of_nats_apart():
 
     with pm.Model() as model:
         pm.CustomDist("r", 0.0, logp=logp, default_transform=jump, initval=1.0)
-        add_label("r_basin", jump)
+        add_label("r_basin", [jump])
     idata = pm.sample(1000, tune=500, random_seed=3, model=model, **SAMPLE)
     log_r = np.log(idata.posterior["r"].values)
     light = log_r > 1.5

@@ -8,7 +8,7 @@ from conftest import searched_priors, synthetic_grid, two_basins
 from scipy import stats
 
 import pymc_sle
-from pymc_sle.inference._jumps import BasinJump
+from pymc_sle.inference._jumps import BasinJump, InBasin
 from pymc_sle.inference._plan import _radius_map
 from pymc_sle.inference._search import (
     DEFAULT_POLICY,
@@ -296,9 +296,14 @@ def test_sle_priors_jumps_between_basins_where_the_start_basin_misses_mass():
         "radius_basin_index__",
         "radius_basinjump__",
         "ls_ridge__",
-        "eta_centeredlog__",
-        "sigma_centeredlog__",
+        "eta_basin__",
+        "sigma_basin__",
     }
+    # eta and sigma on their centred log scales, in the frame of each basin; ls's ridge too
+    for name in ("eta", "sigma"):
+        transform = model.rvs_to_transforms[priors[name]]
+        assert isinstance(transform, InBasin) and isinstance(transform.inner, CenteredLog)
+    assert isinstance(model.rvs_to_transforms[priors["ls"]].inner, InBasin)
     assert priors.scales == {"radius": "centred log, basin jumps", "ls": "ridge",
                              "eta": "centred log", "sigma": "centred log"}  # fmt: skip
     assert [round(b.mass, 2) for b in priors.basins] == [0.6, 0.4]

@@ -13,7 +13,7 @@ from conftest import searched_priors, two_basins
 from scipy import interpolate, stats
 
 from pymc_sle.inference._bounds import target_scale
-from pymc_sle.inference._jumps import BasinJump
+from pymc_sle.inference._jumps import BasinJump, at_start
 from pymc_sle.inference._search import DEFAULT_POLICY
 from pymc_sle.inference._transforms import CenteredLog, Hermite, OnRidge, QuantileLog, Ridge
 from pymc_sle.inference.grid import grid_posterior
@@ -495,7 +495,7 @@ def test_chains_start_at_the_grid_mode(models):
                              inputs=mode.value_vars, on_unused_input="ignore")  # fmt: skip
     for name, value in zip(names, values(start), strict=True):
         rv = mode[name]
-        transform = mode.rvs_to_transforms[rv]
+        transform = at_start(mode.rvs_to_transforms[rv])  # across dips: in the start's frame
         inner = transform.inner if isinstance(transform, OnRidge) else transform
         [sampled] = [k for k in start if k.startswith(f"{name}_")]
         if isinstance(inner, CenteredLog):  # centred at the start

@@ -190,7 +190,7 @@ def figure(panels: list[dict], path: Path) -> None:
         shown = np.maximum(profile, profile.max() - 60.0)
         image = left.pcolormesh(coarse.radius, coarse.ls, shown.T, shading="nearest")
         fig.colorbar(image, ax=left, label="log likelihood, max over eta and sigma")
-        joint = coarse.joint_radius_ls()
+        joint = coarse.joint_with_radius("ls")
         left.contour(coarse.radius, coarse.ls, joint.T, levels=[joint.max() * 0.05],
                      colors="w", linewidths=0.8)  # fmt: skip
         left.set(xscale="log", yscale="log", xlabel="radius (distance units)",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_sle.inference._jumps import BasinJump, frames
+from pymc_sle.inference._jumps import BasinJump, InBasin, radius_frames, scale_frames
 from pymc_sle.inference._search import SearchPolicy, SearchProblem, SearchResult
 from pymc_sle.inference._transforms import CenteredLog, OnRidge, QuantileLog, Ridge, below_cutoff
 from pymc_sle.inference.grid import Basin
@@ -69,7 +69,11 @@ class ReparamPlan:
         ``{name: label}`` of the scale of ``radius``, ``ls``, ``eta`` and ``sigma``, as
         :attr:`SLEPriors.scales` reports them.
     warnings : tuple of str
-        What the modeller must know: basins the chains do not reach, a capped radius.
+        What the modeller must know: a capped radius, a radius posterior reaching the cutoff.
+    framed : tuple
+        The transforms that read a basin label (``pymc_sle.inference._jumps``): the radius's
+        :class:`~pymc_sle.inference._jumps.BasinJump`, then the others'
+        :class:`~pymc_sle.inference._jumps.InBasin`; empty without basins to jump between.
     """
 
     ridges: dict
@@ -79,6 +83,7 @@ class ReparamPlan:
     basins: tuple
     labels: dict
     warnings: tuple
+    framed: tuple = ()
 
 
 def plan(
@@ -162,16 +167,29 @@ def plan(
     basins = tuple(
         Basin(b.radius, b.mass, b.low, b.high, start(grid.mode((b.low, b.high)))) for b in basins
     )
+    labels = _labels(found, ridges, cap)
+    framed = ()
     jumped = _jumped(found, basins, policy)
     if jumped:
-        marginal = grid.marginal("radius")
-        jump = BasinJump(scales["radius"].transform, *frames(
-            scales["radius"].transform, grid.radius, marginal, jumped))  # fmt: skip
-        scales["radius"] = Scale(jump, at["radius"])
-    labels = _labels(found, ridges, cap)
-    if jumped:
+        scales, framed = _in_basins(scales, ridges, grid, jumped)
         labels["radius"] += ", basin jumps"
-    return ReparamPlan(ridges, scales, cap, truncated, basins, labels, tuple(warnings))
+    return ReparamPlan(ridges, scales, cap, truncated, basins, labels, tuple(warnings), framed)
+
+
+def _in_basins(scales: dict, ridges: dict, grid, basins: list) -> tuple[dict, tuple]:
+    """``scales`` with every variable sampled in the frame of the basin a label names
+    (``pymc_sle.inference._jumps``), and the transforms that read the label."""
+    radius = scales["radius"].transform
+    jump = BasinJump(radius, *radius_frames(radius, grid, basins))
+    out, framed = {"radius": Scale(jump, scales["radius"].initval)}, [jump]
+    for name in ("ls", "eta", "sigma"):
+        transform, ridge = scales[name].transform, ridges.get(name)
+        inner = transform.inner if ridge is not None else transform
+        in_basin = InBasin(inner, *scale_frames(grid, basins, name, inner, ridge))
+        framed.append(in_basin)
+        own = OnRidge(ridge, in_basin) if ridge is not None else in_basin
+        out[name] = Scale(own, scales[name].initval)
+    return out, tuple(framed)
 
 
 def _jumped(found: SearchResult, basins: tuple, policy: SearchPolicy) -> list:

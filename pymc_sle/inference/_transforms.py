@@ -397,6 +397,12 @@ class OnRidge(Transform):
         """The radius variable the variable's distribution will take as an input."""
         self._radius, self._position = radius, None
 
+    def with_inner(self, inner: Transform) -> OnRidge:
+        """The same ridge and radius input, with another ``inner`` transform."""
+        other = OnRidge(self.ridge, inner)
+        other._radius, other._position = self._radius, self._position
+        return other
+
     def _shift(self, inputs):
         if self._position is None:  # the first call, at the variable's creation, finds it
             self._position = next(i for i, x in enumerate(inputs) if x is self._radius)

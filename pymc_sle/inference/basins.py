@@ -53,7 +53,7 @@ from pymc.logprob.transforms import ChainedTransform
 from pymc.model.transform.conditioning import change_value_transforms
 from threadpoolctl import threadpool_limits
 
-from pymc_sle.inference._jumps import BasinJump
+from pymc_sle.inference._jumps import BasinJump, at_start
 from pymc_sle.inference.priors import DEFAULT_POLICY, Basin, SLEPriors
 
 __all__ = ["basin_diagnostics", "basin_models", "sample_basins"]
@@ -182,16 +182,21 @@ def _copy(model: pm.Model, change) -> pm.Model:
 
 
 def _without_jumps(model: pm.Model, name: str) -> pm.Model:
-    """``model``, or, where ``sle_priors`` added a basin label that moves ``name`` between basins
-    (``pymc_sle.inference._jumps``), a copy with the label fixed at the start's basin and the
-    radius on its transform without basins: one basin at a time, for any NUTS sampler."""
-    transform = model.rvs_to_transforms[model[name]]
-    if not isinstance(transform, BasinJump):
+    """``model``, or, where ``sle_priors`` added a basin label that moves the variables between
+    radius basins (``pymc_sle.inference._jumps``), a copy with the label fixed at the start's
+    basin and every variable on its transform without basins: one basin at a time, for any NUTS
+    sampler."""
+    jump = model.rvs_to_transforms[model[name]]
+    if not isinstance(jump, BasinJump):
         return model
-    label = transform.label.name
+    changed = {
+        rv.name: at_start(transform)
+        for rv, transform in model.rvs_to_transforms.items()
+        if transform is not None and at_start(transform) is not transform
+    }
 
     def change(m):
-        return pm.observe(change_value_transforms(m, {name: transform.base}), {label: 0})
+        return pm.observe(change_value_transforms(m, changed), {jump.label.name: 0})
 
     return _copy(model, change)
 

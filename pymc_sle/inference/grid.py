@@ -124,9 +124,14 @@ class GridPosterior:
         keep = axes.index(name)
         return self._weights().sum(axis=tuple(i for i in range(4) if i != keep))
 
-    def joint_radius_ls(self) -> np.ndarray:
-        """Posterior probabilities of the ``(radius, ls)`` cells, shape (len(radius), len(ls))."""
-        return self._weights().sum(axis=(2, 3))
+    def joint_with_radius(self, name: str = "ls") -> np.ndarray:
+        """Posterior probabilities of the ``(radius, name)`` cells, shape ``(len(radius),
+        len(name))``, for ``name`` one of ``ls``, ``eta``, ``sigma``."""
+        axes = ("ls", "eta", "sigma")
+        if name not in axes:
+            raise ValueError(f"`name` must be one of {axes}, but got {name!r}")
+        keep = 1 + axes.index(name)
+        return self._weights().sum(axis=tuple(i for i in (1, 2, 3) if i != keep))
 
     def mode(self, radius_range: tuple[float, float] | None = None) -> dict[str, float]:
         """The grid point of highest posterior density, ``{"radius", "ls", "eta", "sigma"}``;

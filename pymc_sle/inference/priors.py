@@ -33,7 +33,7 @@ from pymc_sle.inference._bounds import (
     suggest_bounds,
     target_scale,
 )
-from pymc_sle.inference._jumps import BasinJump, add_label
+from pymc_sle.inference._jumps import add_label
 from pymc_sle.inference._plan import ReparamPlan, plan
 from pymc_sle.inference._search import DEFAULT_POLICY, SearchPolicy, SearchProblem, search
 from pymc_sle.inference.grid import Basin
@@ -385,8 +385,8 @@ def _add_to_model(problem: SearchProblem, reparametrised: ReparamPlan | None, na
             variables[name] = on_ridge(name)
         else:
             variables[name] = pm.HalfNormal(names[name], sigma=scale, **options(name))
-    if isinstance(scales["radius"].transform, BasinJump):  # after the four: traces list it last
-        add_label(f"{names['radius']}_basin", scales["radius"].transform)
+    if reparametrised.framed:  # after the four: traces list it last
+        add_label(f"{names['radius']}_basin", reparametrised.framed)
     return variables
 
 
