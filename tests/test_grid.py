@@ -166,7 +166,7 @@ def test_shared_spectra_decompose_each_cell_once_and_change_no_value(data):
     finer scale axes, one more length scale -- decomposes only the new cells' Grams, and its
     grid equals the one computed without reuse."""
     from pymc_sle.inference._bounds import suggest_bounds
-    from pymc_sle.inference.grid import grid_on_block
+    from pymc_sle.inference.grid import GridAxes, grid_on_block
 
     D, y = data
     rows = np.arange(y.size)
@@ -177,9 +177,9 @@ def test_shared_spectra_decompose_each_cell_once_and_change_no_value(data):
     spectra = {}
     common = dict(inner="matern32", inner_kwargs=None, mass=0.95, spectra=spectra)
     block, bounds = D[np.ix_(rows, rows)], suggest_bounds(D, rows, y)
-    again = grid_on_block(block, y, bounds, n_radius=3, n_ls=4, n_scale=5, **common)
+    again = grid_on_block(block, y, bounds, GridAxes(n_radius=3, n_ls=4, n_scale=5), **common)
     assert len(spectra) == 12
-    reused = grid_on_block(block, y, bounds, **second, **common)
+    reused = grid_on_block(block, y, bounds, GridAxes(**second), **common)
     assert len(spectra) == 12 + 3  # the new length scale's cells only
     np.testing.assert_array_equal(again.log_density, first.log_density)
     np.testing.assert_array_equal(reused.log_density, fresh.log_density)

@@ -21,7 +21,7 @@ import numpy as np
 
 from pymc_sle.inference._bounds import SLEBounds, suggest_bounds, target_scale, training_block
 from pymc_sle.inference._subsample import subproblem
-from pymc_sle.inference.grid import Basin, GridPosterior, grid_on_block
+from pymc_sle.inference.grid import Basin, GridAxes, GridPosterior, grid_on_block
 from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
 __all__ = ["DEFAULT_POLICY", "SearchPolicy", "SearchProblem", "SearchResult", "search"]
@@ -213,12 +213,11 @@ class SearchProblem:
             self.block,
             self.y,
             self.bounds,
+            GridAxes(**axes, radius_max=self.cutoff),
             inner=self.inner,
             inner_kwargs=self.inner_kwargs,
             mass=self.mass,
-            radius_max=self.cutoff,
             spectra=self.spectra,
-            **axes,
         )
 
 

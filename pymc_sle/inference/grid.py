@@ -238,6 +238,65 @@ def _kernel_function(inner, inner_kwargs):
         return _compile_kernel(inner, inner_kwargs)
 
 
+@dataclass(frozen=True)
+class GridAxes:
+    """The axes of a grid posterior: sizes of the default ones, or explicit ones
+    (:func:`grid_posterior` documents each field). Validated once, here.
+
+    ``resolve(bounds, mass, scale)`` gives the four axes: the radius and length-scale axes span
+    ``width`` prior standard deviations either side of their LogNormal priors' medians, ending at
+    ``radius_max`` if given; ``eta`` and ``sigma`` span ``[1e-3, 3] * scale``.
+    """
+
+    n_radius: int = 40
+    n_ls: int = 40
+    n_scale: int = 32
+    width: float = 3.3
+    radius: object = None
+    ls: object = None
+    eta: object = None
+    sigma: object = None
+    radius_max: float | None = None
+
+    def __post_init__(self):
+        for name in ("n_radius", "n_ls", "n_scale"):
+            value = getattr(self, name)
+            if not isinstance(value, int | np.integer) or value < 2:
+                raise ValueError(f"`{name}` must be an integer >= 2, but got {value!r}")
+        if not (np.isfinite(self.width) and self.width > 0):
+            raise ValueError(f"`width` must be a positive number, but got {self.width!r}")
+
+    def resolve(self, bounds: SLEBounds, mass: float, scale: float) -> tuple[np.ndarray, ...]:
+        """``(radius, ls, eta, sigma)`` for priors of ``mass`` between ``bounds`` and data of
+        standard deviation ``scale``."""
+        radius_prior = lognormal_between(*bounds.radius, mass)
+        if self.radius is None:
+            radius = _log_normal_axis(radius_prior, self.n_radius, self.width)
+        else:
+            radius = _explicit_axis("radius", self.radius)
+        cap = self.radius_max
+        if cap is not None and radius[-1] > cap * (1.0 + 1e-12):
+            if self.radius is not None or radius[0] >= cap:
+                raise ValueError(
+                    f"the radius axis must lie within `radius_max` = {cap:.6g}, but spans "
+                    f"[{radius[0]:.6g}, {radius[-1]:.6g}]"
+                )
+            radius = np.geomspace(radius[0], cap, radius.size)
+        ls_prior = lognormal_between(*bounds.ls, mass)
+        ls = (
+            _log_normal_axis(ls_prior, self.n_ls, self.width)
+            if self.ls is None
+            else _explicit_axis("ls", self.ls)
+        )
+        eta, sigma = (
+            np.geomspace(1e-3 * scale, 3.0 * scale, self.n_scale)
+            if axis is None
+            else _explicit_axis(name, axis)
+            for name, axis in (("eta", self.eta), ("sigma", self.sigma))
+        )
+        return radius, ls, eta, sigma
+
+
 def _log_normal_axis(params: dict[str, float], size: int, width: float) -> np.ndarray:
     centre, spread = params["mu"], params["sigma"]
     return np.exp(np.linspace(centre - width * spread, centre + width * spread, size))
@@ -322,49 +381,23 @@ def grid_posterior(
     >>> grid.log_density.shape, round(float(grid.marginal("radius").sum()), 12)
     ((6, 6, 6, 6), 1.0)
     """
-    for name, value in (("n_radius", n_radius), ("n_ls", n_ls), ("n_scale", n_scale)):
-        if not isinstance(value, int | np.integer) or value < 2:
-            raise ValueError(f"`{name}` must be an integer >= 2, but got {value!r}")
-    if not (np.isfinite(width) and width > 0):
-        raise ValueError(f"`width` must be a positive number, but got {width!r}")
+    axes = GridAxes(n_radius, n_ls, n_scale, width, radius, ls, eta, sigma, radius_max)
     bounds = suggest_bounds(distances, rows, y, landmarks=landmarks)
     D, rows, landmarks = training_block(distances, rows, landmarks)
-    return grid_on_block(
-        D.values[np.ix_(rows, landmarks)],
-        np.asarray(y, dtype=float),
-        bounds,
-        inner=inner,
-        inner_kwargs=inner_kwargs,
-        mass=mass,
-        n_radius=n_radius,
-        n_ls=n_ls,
-        n_scale=n_scale,
-        width=width,
-        radius=radius,
-        ls=ls,
-        eta=eta,
-        sigma=sigma,
-        radius_max=radius_max,
-    )
+    block = D.values[np.ix_(rows, landmarks)]
+    y = np.asarray(y, dtype=float)
+    return grid_on_block(block, y, bounds, axes, inner=inner, inner_kwargs=inner_kwargs, mass=mass)
 
 
 def grid_on_block(
     block: np.ndarray,
     y: np.ndarray,
     bounds: SLEBounds,
+    axes: GridAxes,
     *,
     inner,
     inner_kwargs,
     mass: float,
-    n_radius: int = 40,
-    n_ls: int = 40,
-    n_scale: int = 32,
-    width: float = 3.3,
-    radius=None,
-    ls=None,
-    eta=None,
-    sigma=None,
-    radius_max: float | None = None,
     spectra: dict | None = None,
 ) -> GridPosterior:
     """:func:`grid_posterior` on the training points' distances to the landmarks, ``block``,
@@ -375,26 +408,7 @@ def grid_on_block(
     scale = float(np.std(y))
     radius_prior = lognormal_between(*bounds.radius, mass)
     ls_prior = lognormal_between(*bounds.ls, mass)
-    explicit_radius = radius is not None
-    radius = (
-        _log_normal_axis(radius_prior, n_radius, width)
-        if radius is None
-        else _explicit_axis("radius", radius)
-    )
-    if radius_max is not None and radius[-1] > radius_max * (1.0 + 1e-12):
-        if explicit_radius or radius[0] >= radius_max:
-            raise ValueError(
-                f"the radius axis must lie within `radius_max` = {radius_max:.6g}, but spans "
-                f"[{radius[0]:.6g}, {radius[-1]:.6g}]"
-            )
-        radius = np.geomspace(radius[0], radius_max, radius.size)
-    ls = _log_normal_axis(ls_prior, n_ls, width) if ls is None else _explicit_axis("ls", ls)
-    eta, sigma = (
-        np.geomspace(1e-3 * scale, 3.0 * scale, n_scale)
-        if axis is None
-        else _explicit_axis(name, axis)
-        for name, axis in (("eta", eta), ("sigma", sigma))
-    )
+    radius, ls, eta, sigma = axes.resolve(bounds, mass, scale)
 
     def log_normal_of_log(values, params):  # density of log(value): Normal(mu, sigma)
         z = (np.log(values) - params["mu"]) / params["sigma"]
