@@ -7,11 +7,13 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from conftest import synthetic_grid
 
 import pymc_sle as sle
 from pymc_sle.inference import grid_posterior, sample_basins
-from pymc_sle.inference._jumps import BasinJump, InBasin, add_label, at_start
-from pymc_sle.inference._transforms import CenteredLog, OnRidge
+from pymc_sle.inference._jumps import BasinJump, InBasin, add_label, at_start, radius_frames
+from pymc_sle.inference._transforms import CenteredLog, OnRidge, below_cutoff
+from pymc_sle.inference.grid import Basin
 from pymc_sle.inference.priors import sle_priors
 
 SAMPLE = dict(chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
@@ -23,10 +25,12 @@ THREE = dict(means=[30.0, 0.0, 50.0], sds=[3.0, 1.0, 2.0], lows=[15.0, -np.inf, 
 
 
 def _functions(jump: BasinJump):
+    """``f(v, label)``: the base coordinate, the log Jacobian and the radius."""
     v = pt.dscalar("v")
     jump.bind(None, pt.lscalar("k"))
-    coordinate = jump.base.forward(jump.backward(v))
-    return pytensor.function([v, jump._label_value], [coordinate, jump.log_jac_det(v)])
+    radius = jump.backward(v)
+    outputs = [jump.base.forward(radius), jump.log_jac_det(v), radius]
+    return pytensor.function([v, jump._label_value], outputs)
 
 
 @pytest.mark.parametrize("label", [0, 1, 2])
@@ -47,10 +51,41 @@ def test_each_label_maps_the_line_onto_its_basin_with_the_right_jacobian(label):
     mean, sd = THREE["means"][label], THREE["sds"][label]
     assert f(0.0, label)[0] == pytest.approx(mean)
     assert (f(h, label)[0] - f(-h, label)[0]) / (2 * h) == pytest.approx(sd, rel=1e-6)
-    # log |dr/dv| against finite differences of r = exp(coordinate / 10)
+    # log |dr/dv| against finite differences of the radius
     for x in (-4.0, -0.5, 0.0, 1.3, 6.0):
-        r = [np.exp(f(x + s, label)[0] / 10) for s in (-h, h)]
-        assert f(x, label)[1] == pytest.approx(np.log((r[1] - r[0]) / (2 * h)), abs=1e-5)
+        r = [f(x + s, label)[2] for s in (-h, h)]
+        assert f(x, label)[1] == pytest.approx(np.log(abs(r[1] - r[0]) / (2 * h)), abs=1e-5)
+
+
+#: The radius's transforms without basins: dense distances' centred log scale, and sparse
+#: distances' one below their cutoff.
+BASES = {"centred log": (CenteredLog(10.0, 0.5), np.inf),
+         "below a cutoff": (below_cutoff(CenteredLog(10.0, 0.5), 400.0), 400.0)}  # fmt: skip
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_radius_frames_cut_the_radius_between_the_basins(base):
+    """Two basins of log r (at 3, 70% and at 60, 30%) on a grid: each label's radius covers
+    its side of the cut between them, centred on its basin, with the right Jacobian."""
+    transform, top = BASES[base]
+    radius = np.geomspace(1.0, 300.0, 80)
+    log_r = np.log(radius)
+    heavy = np.log(0.7) - 0.5 * ((log_r - np.log(3.0)) / 0.1) ** 2
+    log_marginal = np.logaddexp(heavy, np.log(0.3) - 0.5 * ((log_r - np.log(60.0)) / 0.2) ** 2)
+    grid = synthetic_grid(log_marginal, radius)
+    basins = [Basin(3.0, 0.7, 1.5, 6.0), Basin(60.0, 0.3, 30.0, 120.0)]
+    jump = BasinJump(transform, *radius_frames(transform, grid, basins))
+    f = _functions(jump)
+    cut = np.sqrt(6.0 * 30.0)
+    for label, (low, high), peak in ((0, (0.0, cut), 3.0), (1, (cut, top), 60.0)):
+        radii = np.array([f(x, label)[2] for x in np.linspace(-6.0, 6.0, 121)])
+        assert np.all((radii > low) & (radii < high))
+        assert len(np.unique(np.sign(np.diff(radii)))) == 1  # monotone
+        assert np.log(f(0.0, label)[2]) == pytest.approx(np.log(peak), abs=0.05)
+        h = 1e-6
+        for x in (-2.0, 0.0, 1.5):
+            r = [f(x + step, label)[2] for step in (-h, h)]
+            assert f(x, label)[1] == pytest.approx(np.log(abs(r[1] - r[0]) / (2 * h)), abs=1e-4)
 
 
 @pytest.mark.parametrize("label", [0, 1, 2])
