@@ -17,8 +17,8 @@ chains, 2 cores, seed 1:
 
 Each basin's share of the draws is compared with a brute-force grid posterior of the same
 model (:func:`reference_masses`): a wide pass over the priors' whole range (radius and length
-scale 5 prior sd either side of their medians, ``eta`` and ``sigma`` over ``[1e-6, 4] *
-std(y)``; 48 x 64 x 32 x 32 cells), then a fine one over its mass range (64 x 96 x 48 x 48);
+scale 5 prior sd either side of their medians, ``eta`` and ``sigma`` over ``[1e-6, 12] *
+std(y)``; 48 x 64 x 40 x 40 cells), then a fine one over its mass range (64 x 96 x 48 x 48);
 within the radius cap where there is one. The basins are the radius intervals the label uses
 (cut halfway, geometrically, between neighbouring basins' outermost grid cells).
 ``--reference-only`` recomputes the references of the cases in the JSON file, keeping their
@@ -57,7 +57,7 @@ from pymc_sle.inference.basins import _cuts, worst_values
 from pymc_sle.inference.priors import DEFAULT_POLICY
 
 CASES = ("strings:2", "saxs:0", "saxs:2")
-REFERENCE = {"width": 5.0, "n_radius": 48, "n_ls": 64, "wide_scale": 32, "fine_radius": 64,
+REFERENCE = {"width": 5.0, "n_radius": 48, "n_ls": 64, "wide_scale": 40, "fine_radius": 64,
              "fine_ls": 96, "fine_eta": 48, "fine_sigma": 48}  # fmt: skip
 QUICK_REFERENCE = {"width": 5.0, "n_radius": 8, "n_ls": 8, "wide_scale": 8, "fine_radius": 8,
                    "fine_ls": 8, "fine_eta": 6, "fine_sigma": 6}  # fmt: skip
@@ -70,12 +70,13 @@ HEADER = ["split", "sampler", "reference", "grid weights", "share of draws", "pe
 
 def reference_masses(D, n, y, inner: str, cuts, cap, cells: dict) -> tuple[list, dict]:
     """The brute-force grid's mass in each basin interval (within ``cap``), in two passes: a
-    wide one over the priors' whole range (radius and length scale ``width`` prior sds either
-    side of their medians, ``eta`` and ``sigma`` over ``[1e-6, 4] * std(y)``), then a fine one
-    over the wide pass's mass range of every axis (all but 1e-6 of it). Also the mass the wide
-    pass puts in each axis's end cells (small: its axes hold the posterior)."""
+        wide one over the priors' whole range (radius and length scale ``width`` prior sds either
+        side of their medians, ``eta`` and ``sigma`` over ``[1e-6, 12] * std(y)``: the HalfNormal
+    prior's density falls by ``e**-72`` there), then a fine one
+        over the wide pass's mass range of every axis (all but 1e-6 of it). Also the mass the wide
+        pass puts in each axis's end cells (small: its axes hold the posterior)."""
     rows = np.arange(n)
-    scales = np.geomspace(1e-6, 4.0, cells["wide_scale"]) * target_scale(y)
+    scales = np.geomspace(1e-6, 12.0, cells["wide_scale"]) * target_scale(y)
     wide = grid_posterior(D, rows, y, inner=inner, width=cells["width"], eta=scales,
                           sigma=scales, n_radius=cells["n_radius"], n_ls=cells["n_ls"])  # fmt: skip
     axes = ("radius", "ls", "eta", "sigma")
