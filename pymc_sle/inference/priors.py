@@ -208,13 +208,19 @@ def sle_priors(
       each: the variables keep exactly the priors above, and the trace shows only the four);
       with ``scale_ridges=False``, ``eta`` and ``sigma`` on centred log scales;
     - the noise on its quantile scale when its posterior reaches down to zero;
+    - where basins outside the start's hold more than 1 % of the mass, every variable in the
+      frame of the basin a discrete label names, ``<radius>_basin`` (one more variable, after
+      the four): plain ``pm.sample`` updates it by Gibbs-Metropolis steps and jumps between the
+      basins (``pymc_sle.inference._jumps``; nutpie and numpyro cannot sample it, use
+      :func:`pymc_sle.inference.sample_basins` with them);
     - every chain starting at the grid's mode, jittered.
 
     Basins of the radius posterior are listed in ``basins`` (peak, mass, extent, start) for
-    :func:`pymc_sle.inference.sample_basins`, which samples each; a ``UserWarning`` names them
-    when those outside the start's hold more than 1 % of the mass. The grid costs about 2,000
-    eigendecompositions of the ``n x n`` training Gram matrix (README, "How large?"); on sparse
-    distances, of a ``search_points x search_points`` one (``search_points`` below).
+    :func:`pymc_sle.inference.sample_basins`, which samples each apart and pools them by the
+    grid's masses. ``pm.sample_smc`` needs ``start="prior"`` (:doc:`/how-to/samplers`). The
+    grid costs about 2,000 eigendecompositions of the ``n x n`` training Gram matrix (README,
+    "How large?"); on sparse distances, of a ``search_points x search_points`` one
+    (``search_points`` below).
     ``start="prior"`` gives plain log scales and PyMC's default start, without the search.
 
     Parameters
