@@ -175,8 +175,9 @@ def _copy(model: pm.Model, change) -> pm.Model:
         copied = change(model)
     finally:
         model.rvs_to_initial_values.update(saved)
+    free = {rv.name for rv in copied.free_RVs}  # an observed basin label needs no start
     for rv, value in saved.items():
-        if value is not None and rv.name in copied.named_vars:
+        if value is not None and rv.name in free:
             copied.set_initval(copied[rv.name], value)
     return copied
 
