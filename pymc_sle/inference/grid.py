@@ -243,9 +243,10 @@ class GridAxes:
     """The axes of a grid posterior: sizes of the default ones, or explicit ones
     (:func:`grid_posterior` documents each field). Validated once, here.
 
-    ``resolve(bounds, mass, scale)`` gives the four axes: the radius and length-scale axes span
-    ``width`` prior standard deviations either side of their LogNormal priors' medians, ending at
-    ``radius_max`` if given; ``eta`` and ``sigma`` span ``[1e-3, 3] * scale``.
+    ``resolve(radius_prior, ls_prior, scale)`` gives the four axes: the radius and length-scale
+    axes span ``width`` prior standard deviations either side of their LogNormal priors'
+    medians, ending at ``radius_max`` if given; ``eta`` and ``sigma`` span ``[1e-3, 3] *
+    scale``.
     """
 
     n_radius: int = 40
@@ -266,10 +267,9 @@ class GridAxes:
         if not (np.isfinite(self.width) and self.width > 0):
             raise ValueError(f"`width` must be a positive number, but got {self.width!r}")
 
-    def resolve(self, bounds: SLEBounds, mass: float, scale: float) -> tuple[np.ndarray, ...]:
-        """``(radius, ls, eta, sigma)`` for priors of ``mass`` between ``bounds`` and data of
-        standard deviation ``scale``."""
-        radius_prior = lognormal_between(*bounds.radius, mass)
+    def resolve(self, radius_prior: dict, ls_prior: dict, scale: float) -> tuple[np.ndarray, ...]:
+        """``(radius, ls, eta, sigma)`` for the LogNormal ``radius_prior`` and ``ls_prior``
+        (``mu``, ``sigma``) and data of standard deviation ``scale``."""
         if self.radius is None:
             radius = _log_normal_axis(radius_prior, self.n_radius, self.width)
         else:
@@ -282,7 +282,6 @@ class GridAxes:
                     f"[{radius[0]:.6g}, {radius[-1]:.6g}]"
                 )
             radius = np.geomspace(radius[0], cap, radius.size)
-        ls_prior = lognormal_between(*bounds.ls, mass)
         ls = (
             _log_normal_axis(ls_prior, self.n_ls, self.width)
             if self.ls is None
@@ -408,7 +407,7 @@ def grid_on_block(
     scale = float(np.std(y))
     radius_prior = lognormal_between(*bounds.radius, mass)
     ls_prior = lognormal_between(*bounds.ls, mass)
-    radius, ls, eta, sigma = axes.resolve(bounds, mass, scale)
+    radius, ls, eta, sigma = axes.resolve(radius_prior, ls_prior, scale)
 
     def log_normal_of_log(values, params):  # density of log(value): Normal(mu, sigma)
         z = (np.log(values) - params["mu"]) / params["sigma"]
