@@ -12,7 +12,7 @@ import numpy as np
 from benchmarks._paths import RESULTS
 from benchmarks.nuts_data import BENCHMARKS
 from benchmarks.studies.common import WALL_U
-from pymc_sle.evaluation.holdout import NutsSettings
+from pymc_sle.evaluation import NutsSettings
 
 #: Targets of issue 14.
 R_HAT_MAX, ESS_MIN, PICP_RANGE = 1.01, 400.0, (0.92, 0.97)

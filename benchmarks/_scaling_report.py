@@ -19,7 +19,7 @@ NUTS_TARGET_RUN = (4, 500, 500)
 
 
 def _matern32_terms() -> int:
-    from pymc_sle.gp._mixtures import inner_mixture
+    from pymc_sle.gp._sparse._mixtures import inner_mixture
     from pymc_sle.kernels._inner import resolve_inner
 
     return inner_mixture(resolve_inner("matern32")).rates.size
@@ -112,7 +112,7 @@ def summary(result: dict) -> str:
             "the radius posterior reaches the cutoff and `sle_priors` asks for longer "
             "distances), geodesic distances with the sizes' cutoff. `sle_priors` (its search on "
             f"a random subset of 500 points, distances included): {nuts['priors_min']:.1f} min, "
-            f"{nuts['basins']} radius basin(s). `sle.inference.sample_basins` with "
+            f"{nuts['basins']} radius basin(s). `sle.sample_basins` with "
             f"`nuts_sampler={nuts['sampler']!r}`, {nuts['chains']} chains x ({nuts['tune']} + "
             f"{nuts['draws']}) per basin, 2 cores: {nuts['wall_min']:.1f} min wall; over "
             f"radius, ls, eta, sigma: largest r-hat {nuts['r_hat_max']:.3f}, smallest bulk ESS "

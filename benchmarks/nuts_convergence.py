@@ -3,7 +3,7 @@
 The model is the README recipe with the library's defaults, nothing tuned per benchmark
 (:func:`benchmarks.nuts_data.sle_model`: ``sle_priors(D, train, y, inner=...)``,
 ``eta**2 * SLE(...)``, ``sle.gp.Marginal``, zero mean on the centred targets), sampled by
-``sle.inference.sample_basins(priors)`` with nutpie (its low-rank mass matrix, the default
+``sle.sample_basins(priors)`` with nutpie (its low-rank mass matrix, the default
 ``sample_basins`` gives it; ``--samplers pymc`` for PyMC's NUTS): 4 chains x (1000 tune + 1000
 draws) per basin, one BLAS thread per chain, 2 cores. The best baseline of each benchmark (the
 paper reproduction's model and priors) is sampled by PyMC's NUTS on the same splits. SLE fits
@@ -52,9 +52,9 @@ from benchmarks.nuts_data import BENCHMARKS, N_SPLITS, Benchmark, add_data_argum
 from benchmarks.paper.models import build
 from benchmarks.paper.problem import Context
 from benchmarks.studies.common import WALL_U, radius_divergence_starts
-from pymc_sle.evaluation.holdout import NutsSettings, fit_and_score
-from pymc_sle.inference.basins import NUTPIE_DEFAULTS
-from pymc_sle.inference.priors import DEFAULT_POLICY
+from pymc_sle.evaluation import NutsSettings, fit_and_score
+from pymc_sle.inference import DEFAULT_POLICY
+from pymc_sle.inference._sampler import NUTPIE_DEFAULTS
 
 SAMPLERS = ("pymc", "nutpie")
 FULL_NUTS = NutsSettings(draws=1000, tune=1000, chains=4, cores=2, seed=1, predictive_draws=500)

@@ -162,7 +162,7 @@ def sle_model(bench: Benchmark, ctx: Context, offset: float, start: str = "mode"
     rows = np.arange(ctx.n_train)
     with pm.Model() as model, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        priors = sle.priors.sle_priors(D, rows, ctx.y_train - offset, inner=bench.inner,
+        priors = sle.sle_priors(D, rows, ctx.y_train - offset, inner=bench.inner,
                                        start=start)  # fmt: skip
         cov = priors["eta"] ** 2 * sle.SLE(
             D, radius=priors["radius"], ls=priors["ls"], inner=bench.inner

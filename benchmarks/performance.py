@@ -6,7 +6,7 @@ sine observation per point. Models, each with Matérn-3/2 and random length scal
 noise scales:
 
 - ``pymc_matern``: PyMC's ``pm.gp.Marginal`` with a Matérn kernel on the distance
-  (:class:`pymc_sle.baselines.DistanceCovariance`) -- what a PyMC user has today.
+  (:class:`pymc_sle.kernels.DistanceCovariance`) -- what a PyMC user has today.
 - ``fast_matern``: the same kernel in :class:`pymc_sle.gp.Marginal`.
 - ``pymc_sle``: the SLE kernel (random radius, all N points landmarks) in ``pm.gp.Marginal``.
 - ``sle_dense`` / ``sle_sparse`` at embedding fill s̄/m ∈ {0.05, 0.1, 0.2, 0.5}: the SLE kernel in
@@ -54,9 +54,8 @@ from threadpoolctl import threadpool_limits
 import pymc_sle
 from benchmarks._paths import ROOT
 from pymc_sle import SLE
-from pymc_sle.kernels import SPARSE_FILL_THRESHOLD
+from pymc_sle.kernels import SPARSE_FILL_THRESHOLD, DistanceCovariance
 from pymc_sle.kernels import _sle as sle_kernel
-from pymc_sle.kernels.baselines import DistanceCovariance
 
 HERE = Path(__file__).resolve().parent
 FILLS = (0.05, 0.1, 0.2, 0.5)

@@ -12,7 +12,7 @@ Three sections, each in fresh processes (``--section`` runs one and keeps the ot
   geodesic sine field with noise, whole bunny (30,000 training vertices) against 1,000, scored
   on the same held-out vertices.
 - ``nuts``: the README recipe at N = 5,000 -- ``sle_priors`` on the sparse distances, then
-  ``sle.inference.sample_basins`` (4 chains x (500 + 500) per basin, 2 cores, nutpie by
+  ``sle.sample_basins`` (4 chains x (500 + 500) per basin, 2 cores, nutpie by
   default, ``--sampler``) -- on a geodesic sine of ``NUTS_OSCILLATIONS`` periods (the MAP
   field's radius posterior reaches the cutoff).
 
@@ -148,8 +148,8 @@ def measure_map(mesh_name: str, n_train: int, n_test: int, per_bump: float) -> d
         "predict_ms_per_point": 1e3 * predict_s / test_rows.size,
         "total_s": distances_s + build_s + map_s + predict_s,
         "point": {k: float(fit.point[k]) for k in ("radius", "ls", "eta", "sigma")},
-        "rmse_latent": float(sle.metrics.rmse(f_test, mean)),
-        "picp_95": float(sle.metrics.picp(y_test, mean - half, mean + half)),
+        "rmse_latent": float(sle.rmse(f_test, mean)),
+        "picp_95": float(sle.picp(y_test, mean - half, mean + half)),
         "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -159,7 +159,7 @@ def measure_nuts(
 ) -> dict:
     """In this process: the README recipe at N = ``n_train``, as a user types it -- distances
     with a cutoff, ``sle_priors`` (its search on a random subset), ``eta**2 * SLE(..., 'rbf')``
-    in ``sle.gp.Marginal``, ``sle.inference.sample_basins`` on 2 cores -- on a field of
+    in ``sle.gp.Marginal``, ``sle.sample_basins`` on 2 cores -- on a field of
     ``NUTS_OSCILLATIONS`` periods, whose radius posterior the cutoff holds."""
     import arviz as az
     import pymc as pm
@@ -173,13 +173,13 @@ def measure_nuts(
     distances = geodesic(mesh.vertices, mesh.faces, rows=train, cols=train, cutoff=cutoff, n_jobs=2)
     local = np.arange(train.size)
     with pm.Model() as model:
-        priors = sle.priors.sle_priors(distances, local, y[train], landmarks=local, inner="rbf")
+        priors = sle.sle_priors(distances, local, y[train], landmarks=local, inner="rbf")
         gp = sle.gp.Marginal(cov_func=priors.covariance())
         gp.marginal_likelihood("y", X=local[:, None], y=y[train], sigma=priors["sigma"])
     priors_s = time.perf_counter() - began
     began = time.perf_counter()
     with model:
-        idata = sle.inference.sample_basins(
+        idata = sle.sample_basins(
             priors, draws=draws, tune=tune, chains=chains, cores=2, random_seed=1,
             progressbar=False, nuts_sampler=sampler,
         )  # fmt: skip
@@ -229,7 +229,7 @@ def _peak_mib() -> float:
 def measure(mesh_name: str, n: int, per_bump: float, reps: int) -> dict:
     """In this process: one row of the table, sparse path."""
     from benchmarks.performance import compile_value_and_grad, median_ms
-    from pymc_sle.gp import _supernodal
+    from pymc_sle._linalg._supernodal import factorize, selected_inverse
 
     distances, distances_s, cutoff, y = _problem_data(mesh_name, n, per_bump)
     n = distances.n_points
@@ -244,12 +244,12 @@ def measure(mesh_name: str, n: int, per_bump: float, reps: int) -> dict:
     def factor_only():
         values = np.zeros(symbolic.n_values)
         values[symbolic.entry_index] = np.where(problem.pair_i == problem.pair_j, 2.0, 1e-3)
-        _supernodal.factorize(symbolic, values)
+        factorize(symbolic, values)
         return values
 
     sparse_ms, factor_ms, gradient_ratio = _paired_ms(value_and_grad, factor_only, reps)
     factor = factor_only()
-    selinv_ms = median_ms(lambda: _supernodal.selected_inverse(symbolic, factor), reps)
+    selinv_ms = median_ms(lambda: selected_inverse(symbolic, factor), reps)
     del model, value_and_grad
     matern_model, _ = _model(distances, local, y, radius=cutoff, inner="matern32")
     _sparse_op(matern_model)  # the Matérn model takes the sparse path too

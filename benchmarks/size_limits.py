@@ -5,9 +5,9 @@ Every n runs in a fresh process (its peak memory is its own), with the default B
 a user's script would: N points uniform in the unit square, Euclidean distances (the cost does
 not depend on the metric), a noisy sine, every training point a landmark. Per n:
 
-- ``priors_s``: :func:`pymc_sle.priors.sle_priors` (the grid search of its start and scales);
+- ``priors_s``: :func:`pymc_sle.sle_priors` (the grid search of its start and scales);
 - ``grad_ms``: one log density + gradient of the model (C backend, median of repeats);
-- ``draw_s``: one NUTS draw after tuning, of :func:`pymc_sle.inference.sample_basins` (every
+- ``draw_s``: one NUTS draw after tuning, of :func:`pymc_sle.sample_basins` (every
   basin's model it samples), from one chain per basin of 150 tuning + 150 draws (PyMC's
   per-iteration ``perf_counter_diff``, without compilation); ``nuts_min`` extrapolates to the
   recipe's 4 chains x (1000 + 1000) on 2 cores: the 150 tuning iterations as measured, the
@@ -59,7 +59,7 @@ def _model(n: int, gp_class: str = "pymc_sle", start: str = "mode"):
     train = np.arange(n)
     with pm.Model() as model:
         began = time.perf_counter()
-        priors = sle.priors.sle_priors(D, train, y, landmarks=train, start=start)
+        priors = sle.sle_priors(D, train, y, landmarks=train, start=start)
         seconds = time.perf_counter() - began
         marginal = sle.gp.Marginal if gp_class == "pymc_sle" else pm.gp.Marginal
         gp = marginal(cov_func=priors.covariance())
@@ -82,7 +82,7 @@ def measure_size(n: int, iterations: int, reps: int) -> dict:
     model, priors, priors_s = _model(n)
     grad_ms = _gradient_ms(model, reps)
     tuning = drawing = 0.0  # what sample_basins samples: one chain per basin, per phase
-    for _, basin_model in sle.inference.basin_models(priors, model=model):
+    for _, basin_model in sle.basin_models(priors, model=model):
         idata = pm.sample(
             draws=iterations,
             tune=iterations,

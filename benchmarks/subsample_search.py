@@ -59,8 +59,9 @@ def _cell(grid, name: str) -> float:
 
 
 def compare(mesh_name: str, n: int, sizes, per_bump: float, seed: int, cells: int) -> dict:
-    from pymc_sle.inference._subsample import subproblem
-    from pymc_sle.inference.grid import grid_posterior
+    from pymc_sle.inference import grid_posterior
+    from pymc_sle.inference._bounds import training_data
+    from pymc_sle.inference._search import subsample
 
     distances, y = _data(mesh_name, n, per_bump, seed)
     began = time.perf_counter()
@@ -76,8 +77,9 @@ def compare(mesh_name: str, n: int, sizes, per_bump: float, seed: int, cells: in
            "subsets": []}  # fmt: skip
     for size in sizes:
         began = time.perf_counter()
-        sub = subproblem(distances, np.arange(n), y, None, size, seed)
-        grid = grid_posterior(sub.distances, np.arange(size), sub.y, **axes,
+        data = training_data(distances, np.arange(n), y, sparse=True)
+        sub = subsample(data, size, seed)
+        grid = grid_posterior(sub.block, np.arange(size), sub.y, **axes,
                               radius_max=distances.cutoff)  # fmt: skip
         moments = _moments(grid)
         row["subsets"].append({
@@ -103,7 +105,7 @@ def at_scale(mesh_name: str, n: int, per_bump: float, search_points: int) -> dic
     began = time.perf_counter()
     with pm.Model() as model, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        priors = sle.priors.sle_priors(distances, rows, y, search_points=search_points)
+        priors = sle.sle_priors(distances, rows, y, search_points=search_points)
         gp = sle.gp.Marginal(cov_func=priors.covariance())
         gp.marginal_likelihood("y", X=rows[:, None], y=y, sigma=priors["sigma"])
     priors_s = time.perf_counter() - began

@@ -192,7 +192,7 @@ def _publish_results(app) -> None:
 
 
 # -- Links from code-formatted names and paths -----------------------------------------------------
-# Narrative pages name the API as code (``sle.priors.sle_priors``, ``SLE``) and files of the
+# Narrative pages name the API as code (``sle.sle_priors``, ``SLE``) and files of the
 # repository by their paths (``benchmarks/results/distances.md``, ``examples/mesh_gp.py``). Where
 # the site has the page, the code becomes a link to it: API names that resolve to an object with
 # an API page, and paths of pages the site publishes.

@@ -35,12 +35,10 @@ data = one_dimensional(n_train=30, n_test=10, seed=2)
 
 # %%
 # One model, fitted twice: with a LogNormal prior on the amplitude, and with the amplitude fixed
-# at 1 (what :func:`pymc_sle.inference.priors.sle_priors` recommends).
+# at 1 (what :func:`pymc_sle.sle_priors` recommends).
 def fit(free_amplitude: bool):
     with pm.Model():
-        priors = sle.priors.sle_priors(
-            data.distances, data.train, data.y_train, landmarks=data.train
-        )
+        priors = sle.sle_priors(data.distances, data.train, data.y_train, landmarks=data.train)
         amplitude = pm.LogNormal("amplitude", 0.0, 1.0) if free_amplitude else 1.0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # the warning this script illustrates

@@ -18,10 +18,10 @@ import numpy as np
 import pymc as pm
 
 import pymc_sle as sle
+from pymc_sle import psd_report
 from pymc_sle.datasets import coarsen, saxs_images
 from pymc_sle.distances import wasserstein
-from pymc_sle.evaluation.diagnostics import psd_report
-from pymc_sle.kernels.baselines import DistanceCovariance
+from pymc_sle.kernels import DistanceCovariance
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -60,14 +60,14 @@ order = rng.permutation(n_images)
 train, test = np.sort(order[: 3 * n_images // 4]), np.sort(order[3 * n_images // 4 :])
 y_train, y_test = data.y[train], data.y[test]
 with pm.Model() as model:
-    priors = sle.priors.sle_priors(W2, train, y_train, landmarks=train)
+    priors = sle.sle_priors(W2, train, y_train, landmarks=train)
     cov = priors["eta"] ** 2 * sle.SLE(
         W2, landmarks=train, radius=priors["radius"], ls=priors["ls"], inner="matern32"
     )
     mean = pm.gp.mean.Constant(pm.Normal("mean", y_train.mean(), 2.0 * y_train.std()))
     gp = sle.gp.Marginal(mean_func=mean, cov_func=cov)
     gp.marginal_likelihood("y", X=train[:, None], y=y_train, sigma=priors["sigma"])
-    idata = sle.inference.sample_basins(  # pm.sample when the radius has one basin
+    idata = sle.sample_basins(  # pm.sample when the radius has one basin
         priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1
     )
     gp.conditional("y_test", Xnew=test[:, None], pred_noise=True)
@@ -77,7 +77,7 @@ with pm.Model() as model:
 
 # Diagnostics of the model's hyperparameters, not of y_test.
 print(pm.stats.summary(idata, var_names=priors.var_names(model, idata)))
-scores = sle.metrics.evaluate(idata, y_test, "y_test")
+scores = sle.evaluate(idata, y_test, "y_test")
 print({k: round(float(v), 3) for k, v in scores.items()})
 baseline = float(np.sqrt(np.mean((y_test - y_train.mean()) ** 2)))
 print(f"predicting the training mean instead: RMSE {baseline:.3f}")

@@ -58,7 +58,7 @@ y_train = field.y[train]
 # %%
 # The model: inputs are vertex indices (rows of D); the landmarks are D's columns.
 with pm.Model() as model:
-    priors = sle.priors.sle_priors(D, train, y_train, inner="matern52")
+    priors = sle.sle_priors(D, train, y_train, inner="matern52")
     cov = priors["eta"] ** 2 * sle.SLE(
         D, radius=priors["radius"], ls=priors["ls"], inner="matern52"
     )
@@ -67,7 +67,7 @@ with pm.Model() as model:
     # Every radius basin, its chains confined to it, pooled by mass (pm.sample when there is one),
     # with target_accept 0.9 (sample_basins's default).
     # Parallel chains run with one BLAS thread each.
-    idata = sle.inference.sample_basins(
+    idata = sle.sample_basins(
         priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=2
     )
 

@@ -46,7 +46,7 @@ W_train = wasserstein(train_images, spacing=4.0, n_jobs=2, progress=False)
 train_seconds = time.perf_counter() - started
 landmarks = np.arange(n_train)
 with pm.Model() as model:
-    priors = sle.priors.sle_priors(W_train, landmarks, y_train)
+    priors = sle.sle_priors(W_train, landmarks, y_train)
     cov = priors["eta"] ** 2 * sle.SLE(
         radius=priors["radius"],
         ls=priors["ls"],
@@ -55,7 +55,7 @@ with pm.Model() as model:
     mean = pm.gp.mean.Constant(pm.Normal("mean", y_train.mean(), 2.0 * y_train.std()))
     gp = sle.gp.Marginal(mean_func=mean, cov_func=cov)
     gp.marginal_likelihood("y", X=W_train.values, y=y_train, sigma=priors["sigma"])
-    idata = sle.inference.sample_basins(  # one BLAS thread per parallel chain, by itself
+    idata = sle.sample_basins(  # one BLAS thread per parallel chain, by itself
         priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1
     )
     # A placeholder for inputs to come: one row of the right width.
@@ -85,7 +85,7 @@ with model:
     )
 draws_new = predictive.posterior_predictive["y_new"]
 print(f"posterior predictive draws for the new images: {draws_new.shape}")
-scores = sle.metrics.evaluate(predictive, y_new, "y_new")
+scores = sle.evaluate(predictive, y_new, "y_new")
 print("scores on the new images:", {k: round(float(v), 3) for k, v in scores.items()})
 baseline = float(np.sqrt(np.mean((y_new - y_train.mean()) ** 2)))
 print(f"predicting the training mean instead: RMSE {baseline:.3f}")

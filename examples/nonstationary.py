@@ -24,7 +24,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 import pymc_sle as sle
-from pymc_sle.evaluation.metrics import score_gaussian
+from pymc_sle import score_gaussian
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -43,7 +43,7 @@ f = np.sin(2 * np.pi * 6 * x**2)
 y = f + 0.1 * rng.standard_normal(x.size)
 D = sle.DistanceMatrix(np.abs(x[:, None] - x[None, :]))
 train, test = np.arange(n_train), np.arange(n_train, x.size)
-low, high = sle.priors.radius_bounds(D, train, train, lower="nearest")
+low, high = sle.radius_bounds(D, train, train, lower="nearest")
 
 
 # %%
@@ -58,7 +58,7 @@ def fit(stationary: bool):
         else:
             c1 = pm.Normal("c1", 0.0, 2.0)
             radius = pm.Deterministic("radius", pt.exp(c0 + c1 * (x[train] - 0.5)))
-        priors = sle.priors.scale_priors(y[train])
+        priors = sle.scale_priors(y[train])
         ls = pm.LogNormal("ls", 0.0, 1.0)
         cov = priors["eta"] ** 2 * sle.SLE(D, landmarks=train, radius=radius, ls=ls)
         gp = sle.gp.Marginal(cov_func=cov)

@@ -41,7 +41,7 @@ X_train, X_test = data.train[:, None], data.test[:, None]
 with pm.Model() as model:
     # Radius and length scale priors from data-adaptive bounds; HalfNormal signal and noise.
     # Every training point is a landmark, as in the paper: ``landmarks`` are column indices.
-    priors = sle.priors.sle_priors(
+    priors = sle.sle_priors(
         data.distances, data.train, data.y_train, landmarks=data.train, inner="matern32"
     )
     # eta**2 * SLE(distances, landmarks, radius, ls, inner) as the priors were searched for, in
@@ -51,7 +51,7 @@ with pm.Model() as model:
 
     # pm.sample when the radius posterior has one basin; otherwise every basin, pooled. Parallel
     # chains run with one BLAS thread each.
-    idata = sle.inference.sample_basins(
+    idata = sle.sample_basins(
         priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1
     )
 
@@ -65,14 +65,14 @@ with pm.Model() as model:
 # Convergence diagnostics (r-hat near 1, effective sample sizes in the hundreds) and scores on
 # the test points: RMSE, CRPS, the coverage of the 95 % predictive interval (PICP) and NLPD.
 print(az.summary(idata, var_names=["radius", "ls", "eta", "sigma"]).to_string())
-print(sle.metrics.evaluate(idata, data.y_test, "y_test"))
+print(sle.evaluate(idata, data.y_test, "y_test"))
 
 # %%
 # Calibration without a test set: the exact leave-one-out predictive of every training point at
 # every posterior draw (a GP's marginal likelihood has no pointwise form, so ``az.loo`` needs
 # these). ``az.loo`` reads them from ``idata.log_likelihood``; the share of training points inside
 # their 95 % LOO interval estimates the intervals' coverage (``exact_loo``'s notes).
-loo = sle.evaluation.loo.exact_loo(idata, gp, var_name="y", model=model)
+loo = sle.exact_loo(idata, gp, var_name="y", model=model)
 print(az.loo(idata))
 print(f"LOO coverage of the 95 % intervals: {loo.coverage(0.95):.3f}")
 
@@ -81,7 +81,7 @@ print(f"LOO coverage of the 95 % intervals: {loo.coverage(0.95):.3f}")
 # check above optimistic. ``own_landmark="drop"`` predicts each training point as a new one: its
 # own landmark leaves the embedding, and the draws are reweighted to the model fitted without
 # it. It factorises the covariance once per point and draw, so it reads every 10th draw.
-new = sle.evaluation.loo.exact_loo(
+new = sle.exact_loo(
     idata.sel(draw=slice(None, None, 10)), gp, var_name="y", model=model, own_landmark="drop"
 )
 print(f"LOO coverage, each point predicted as a new one: {new.coverage(0.95):.3f}")
@@ -91,7 +91,7 @@ print(f"LOO coverage, each point predicted as a new one: {new.coverage(0.95):.3f
 # landmark of its own. ``own_landmark_predictive`` predicts each test point by the SLE with that
 # point added to the landmarks, as every training point is one, the draws reweighted to that
 # model. It too factorises the covariance once per point and draw, so it reads every 10th draw.
-predictive = sle.evaluation.new_points.own_landmark_predictive(
+predictive = sle.own_landmark_predictive(
     idata.sel(draw=slice(None, None, 10)), gp, X_test, model=model
 )
 lower, upper = predictive.interval(0.95)  # per test point, for plots and reports

@@ -39,7 +39,7 @@ data = one_dimensional(n_train=60, n_test=10, seed=1)
 # %%
 # One SLE GP with the library's default priors on 60 points of a noisy function.
 with pm.Model() as model:
-    priors = sle.priors.sle_priors(data.distances, data.train, data.y_train, landmarks=data.train)
+    priors = sle.sle_priors(data.distances, data.train, data.y_train, landmarks=data.train)
     cov = priors["eta"] ** 2 * sle.SLE(
         data.distances, landmarks=data.train, radius=priors["radius"], ls=priors["ls"]
     )
@@ -56,7 +56,7 @@ for sampler in args.samplers:
         continue
     start = time.perf_counter()
     with model:  # sample_basins runs parallel chains with one BLAS thread each
-        idata = sle.inference.sample_basins(
+        idata = sle.sample_basins(
             priors,
             draws=draws,
             tune=draws,

@@ -62,10 +62,10 @@ D = pairwise(strings, edit_distance, cols=train, n_jobs=1, progress=False)
 
 # %%
 # A latent GP f with an SLE covariance; y ~ Bernoulli(sigmoid(f)).
-bounds = sle.priors.suggest_bounds(D, train, labels[train].astype(float))
+bounds = sle.suggest_bounds(D, train, labels[train].astype(float))
 with pm.Model() as model:
-    radius = pm.LogNormal("radius", **sle.priors.lognormal_between(*bounds.radius))
-    ls = pm.LogNormal("ls", **sle.priors.lognormal_between(*bounds.ls))
+    radius = pm.LogNormal("radius", **sle.lognormal_between(*bounds.radius))
+    ls = pm.LogNormal("ls", **sle.lognormal_between(*bounds.ls))
     eta = pm.HalfNormal("eta", 2.0)  # logit scale: |f| of a few is a confident class
     cov = eta**2 * sle.SLE(D, radius=radius, ls=ls, inner="matern32")
     gp = pm.gp.Latent(cov_func=cov)

@@ -60,36 +60,59 @@ logging.getLogger("pytensor.tensor.blas").addFilter(_NoBlasNotice())
 _PUBLIC = {
     **{name: (f"pymc_sle.{name}", None) for name in (
         "datasets", "demo", "distances", "evaluation", "gp", "inference", "kernels", "plotting")},
-    "DistanceMatrix": ("pymc_sle.distance_matrix", "DistanceMatrix"),
-    "SparseDistanceMatrix": ("pymc_sle.sparse_distance_matrix", "SparseDistanceMatrix"),
-    "diagnostics": ("pymc_sle.evaluation.diagnostics", None),
-    "metrics": ("pymc_sle.evaluation.metrics", None),
-    "find_map": ("pymc_sle.inference", "find_map"),
-    "priors": ("pymc_sle.inference.priors", None),
-    "INNER_KERNELS": ("pymc_sle.kernels", "INNER_KERNELS"),
-    "SLE": ("pymc_sle.kernels", "SLE"),
-    "baselines": ("pymc_sle.kernels.baselines", None),
-    "bump": ("pymc_sle.kernels", "bump"),
-    "embedding_distances": ("pymc_sle.kernels", "embedding_distances"),
-    "raw_embedding_distances": ("pymc_sle.kernels", "raw_embedding_distances"),
-    "spectral": ("pymc_sle.kernels.spectral", None),
+    **{name: ("pymc_sle.distances._matrix", name) for name in ("DistanceMatrix",)},
+    **{name: ("pymc_sle.distances._sparse_matrix", name) for name in ("SparseDistanceMatrix",)},
+    **{name: ("pymc_sle.kernels._sle", name) for name in ("SLE",)},
+    **{name: ("pymc_sle.kernels._bump", name) for name in ("bump",)},
+    **{name: ("pymc_sle.kernels._inner", name) for name in ("INNER_KERNELS",)},
+    **{name: ("pymc_sle.kernels._embedding", name) for name in (
+        "embedding_distances", "raw_embedding_distances")},
+    **{name: ("pymc_sle.inference._bounds", name) for name in (
+        "SLEBounds", "lognormal_between", "radius_bounds", "suggest_bounds")},
+    **{name: ("pymc_sle.inference._priors", name) for name in (
+        "SLEPriors", "scale_priors", "sle_priors")},
+    **{name: ("pymc_sle.inference._sampler", name) for name in (
+        "basin_diagnostics", "basin_models", "sample_basins")},
+    **{name: ("pymc_sle.inference._map", name) for name in ("MAPResult", "find_map")},
+    **{name: ("pymc_sle.evaluation._loo", name) for name in ("ExactLOO", "exact_loo")},
+    **{name: ("pymc_sle.evaluation._new_points", name) for name in (
+        "OwnLandmarkPredictive", "own_landmark_predictive")},
+    **{name: ("pymc_sle.evaluation._metrics", name) for name in (
+        "crps_gaussian", "crps_samples", "evaluate", "nlpd_gaussian", "picp", "picp_samples",
+        "rmse", "score_gaussian")},
+    **{name: ("pymc_sle.evaluation._diagnostics", name) for name in ("PSDReport", "psd_report")},
 }  # fmt: skip
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pymc_sle import datasets, demo, distances, evaluation, gp, inference, kernels, plotting
-    from pymc_sle.distance_matrix import DistanceMatrix
-    from pymc_sle.evaluation import diagnostics, metrics
-    from pymc_sle.inference import find_map, priors
-    from pymc_sle.kernels import (
-        INNER_KERNELS,
-        SLE,
-        baselines,
-        bump,
-        embedding_distances,
-        raw_embedding_distances,
-        spectral,
+    from pymc_sle.distances._matrix import DistanceMatrix
+    from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
+    from pymc_sle.evaluation._diagnostics import PSDReport, psd_report
+    from pymc_sle.evaluation._loo import ExactLOO, exact_loo
+    from pymc_sle.evaluation._metrics import (
+        crps_gaussian,
+        crps_samples,
+        evaluate,
+        nlpd_gaussian,
+        picp,
+        picp_samples,
+        rmse,
+        score_gaussian,
     )
-    from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
+    from pymc_sle.evaluation._new_points import OwnLandmarkPredictive, own_landmark_predictive
+    from pymc_sle.inference._bounds import (
+        SLEBounds,
+        lognormal_between,
+        radius_bounds,
+        suggest_bounds,
+    )
+    from pymc_sle.inference._map import MAPResult, find_map
+    from pymc_sle.inference._priors import SLEPriors, scale_priors, sle_priors
+    from pymc_sle.inference._sampler import basin_diagnostics, basin_models, sample_basins
+    from pymc_sle.kernels._bump import bump
+    from pymc_sle.kernels._embedding import embedding_distances, raw_embedding_distances
+    from pymc_sle.kernels._inner import INNER_KERNELS
+    from pymc_sle.kernels._sle import SLE
 
 __getattr__, _, _public = lazy_attributes(__name__, _PUBLIC)
 __all__ = sorted([*_public, "__version__"])

@@ -270,7 +270,8 @@ def _command(commands, name: str, help_text: str) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from pymc_sle import __version__
+    from importlib.metadata import version
+
     from pymc_sle.distances._methods import GEODESIC_METHODS, SLICED_METHODS
 
     parser = _Parser(
@@ -279,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EXAMPLES["pymc-sle"],
         formatter_class=_HelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('pymc-sle')}")
     commands = parser.add_subparsers(dest="command", required=True, help="what to run")
     demo = _command(
         commands, "demo", "SLE-Matern vs Matern-3/2 on a 1-D function with NUTS (Figure 1)"
@@ -382,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # --help and usage errors exit here, before heavy imports
     args = parser.parse_args(_attach_index_values(argv))
-    from pymc_sle.distances import MetricError
+    from pymc_sle.distances._pairwise import MetricError
 
     try:
         return args.handler(args)

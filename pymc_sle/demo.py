@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 
-from pymc_sle.datasets import IndexedRegressionData, one_dimensional
-from pymc_sle.evaluation.holdout import HoldoutFit, NutsSettings, fit_and_score
-from pymc_sle.evaluation.loo import exact_loo
-from pymc_sle.gp import Marginal
-from pymc_sle.inference.priors import lognormal_between, radius_bounds, scale_priors, sle_priors
-from pymc_sle.kernels import SLE
+from pymc_sle.datasets._synthetic import IndexedRegressionData, one_dimensional
+from pymc_sle.evaluation._holdout import HoldoutFit, NutsSettings, fit_and_score
+from pymc_sle.evaluation._loo import exact_loo
+from pymc_sle.gp._marginal import Marginal
+from pymc_sle.inference._bounds import lognormal_between, radius_bounds
+from pymc_sle.inference._priors import scale_priors, sle_priors
+from pymc_sle.kernels._sle import SLE
 
 __all__ = ["DemoSettings", "matern_model", "run_demo", "sle_model"]
 
@@ -52,7 +53,7 @@ class DemoSettings:
 def sle_model(
     data: IndexedRegressionData, gp_class: type[pm.gp.Marginal] = Marginal
 ) -> tuple[pm.Model, pm.gp.Marginal, np.ndarray]:
-    """SLE-Matern-3/2 GP on the distance matrix, with :func:`pymc_sle.inference.priors.sle_priors`.
+    """SLE-Matern-3/2 GP on the distance matrix, with :func:`pymc_sle.sle_priors`.
 
     ``gp_class`` is :class:`pymc_sle.gp.Marginal` (analytic likelihood gradient) or PyMC's own
     ``pm.gp.Marginal``; both define the same model.
@@ -126,14 +127,14 @@ def run_demo(out_dir: str | Path = "sle-demo", settings: DemoSettings | None = N
     Writes ``demo.png`` (posterior bands and the bump profile) and ``demo.json`` (metrics and
     diagnostics) into ``out_dir``. Test points are predicted as the README does: each with its
     own landmark, as every training point is
-    (:func:`~pymc_sle.evaluation.new_points.own_landmark_predictive`, on 100 posterior draws);
+    (:func:`~pymc_sle.own_landmark_predictive`, on 100 posterior draws);
     the Matérn has no landmarks, so there it is ``gp.conditional``'s predictive.
 
     Returns
     -------
     dict
         Per model: metrics, ``loo_coverage`` (the 95 % intervals' coverage of the training
-        points by exact leave-one-out, :func:`pymc_sle.evaluation.loo.exact_loo`),
+        points by exact leave-one-out, :func:`pymc_sle.exact_loo`),
         ``loo_coverage_new`` (the same with each point predicted as a new one, its own landmark
         dropped, ``own_landmark="drop"``, on every 10th draw; the Matérn has no landmarks, so
         there it estimates the same coverage from fewer draws), ``max_rhat``,

@@ -1,5 +1,5 @@
-"""The public API: what ``__all__`` promises resolves, is documented, and each module has one
-import path."""
+"""The public API: what ``__all__`` promises resolves and is documented, each object has one
+public path and one API page under it, and the flat names a modeller types are at ``sle.``."""
 
 import ast
 import importlib
@@ -13,27 +13,30 @@ import pytest
 
 import pymc_sle
 
-#: The public namespaces: the package, its stages and their public modules.
+#: The public namespaces: the package and its subpackages (and the demo, plots and command).
 NAMESPACES = [
     "pymc_sle",
     "pymc_sle.distances",
     "pymc_sle.kernels",
-    "pymc_sle.kernels.baselines",
-    "pymc_sle.kernels.spectral",
     "pymc_sle.gp",
     "pymc_sle.inference",
-    "pymc_sle.inference.priors",
-    "pymc_sle.inference.grid",
     "pymc_sle.evaluation",
-    "pymc_sle.evaluation.metrics",
-    "pymc_sle.evaluation.diagnostics",
-    "pymc_sle.evaluation.holdout",
     "pymc_sle.datasets",
     "pymc_sle.plotting",
     "pymc_sle.demo",
     "pymc_sle.cli",
 ]
 API_PAGE = Path(__file__).resolve().parents[1] / "docs" / "api.rst"
+PACKAGE = Path(pymc_sle.__file__).parent
+
+
+def _objects(module_name: str):
+    """The functions and classes a namespace exports, by name."""
+    module = importlib.import_module(module_name)
+    for name in module.__all__:
+        value = getattr(module, name)
+        if inspect.isfunction(value) or inspect.isclass(value):
+            yield name, value
 
 
 @pytest.mark.parametrize("module_name", NAMESPACES)
@@ -47,47 +50,64 @@ def test_every_exported_name_resolves_and_is_documented(module_name):
             assert inspect.getdoc(value), f"{module_name}.{name} has no docstring"
 
 
-def _api_pages() -> list[object]:
-    """The objects with a page of their own: the autosummary entries of docs/api.rst, which are
-    names relative to ``pymc_sle``."""
-    entries = re.findall(r"^   ([A-Za-z_][\w.]*)$", API_PAGE.read_text(), flags=re.MULTILINE)
-    objects = []
-    for entry in entries:
-        value = importlib.import_module("pymc_sle")
-        for part in entry.split("."):
-            value = getattr(value, part)
-        objects.append(value)
-    return objects
-
-
-def test_every_public_function_and_class_has_an_api_page():
-    documented = _api_pages()
+def test_every_object_has_one_public_path():
+    paths: dict[int, list[str]] = {}
     for module_name in NAMESPACES:
-        module = importlib.import_module(module_name)
-        if module_name == "pymc_sle.cli":
-            continue  # the command: documented by its --help and the getting-started page
-        for name in module.__all__:
-            value = getattr(module, name)
-            if inspect.isfunction(value) or inspect.isclass(value):
-                assert any(value is page for page in documented), (
-                    f"{module_name}.{name} has no page in docs/api.rst"
-                )
+        for name, value in _objects(module_name):
+            paths.setdefault(id(value), []).append(f"{module_name}.{name}")
+    assert [p for p in paths.values() if len(p) > 1] == []
+
+
+def test_every_module_but_the_namespaces_is_private():
+    """A module users import is one of the namespaces; the rest is ``_private``."""
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        name = ".".join(parts)
+        if name in NAMESPACES:
+            continue
+        assert any(part.startswith("_") for part in parts[1:]), name
 
 
 @pytest.mark.parametrize(
-    "short, module",
-    [
-        ("priors", "pymc_sle.inference.priors"),
-        ("metrics", "pymc_sle.evaluation.metrics"),
-        ("diagnostics", "pymc_sle.evaluation.diagnostics"),
-        ("baselines", "pymc_sle.kernels.baselines"),
-        ("spectral", "pymc_sle.kernels.spectral"),
-    ],
-)
-def test_short_names_are_attributes_of_the_package_not_second_import_paths(short, module):
-    assert getattr(pymc_sle, short) is importlib.import_module(module)
-    with pytest.raises(ModuleNotFoundError):
-        importlib.import_module(f"pymc_sle.{short}")
+    "name",
+    ["SLE", "DistanceMatrix", "SparseDistanceMatrix", "sle_priors", "sample_basins", "find_map",
+     "exact_loo", "own_landmark_predictive", "evaluate", "rmse", "psd_report"],
+)  # fmt: skip
+def test_the_names_a_modeller_types_are_at_the_top_level(name):
+    assert name in pymc_sle.__all__
+
+
+@pytest.mark.parametrize("alias", ["priors", "metrics", "diagnostics", "baselines", "spectral"])
+def test_the_old_module_aliases_are_gone(alias):
+    assert alias not in pymc_sle.__all__
+    with pytest.raises(AttributeError, match=f"has no attribute {alias!r}"):
+        getattr(pymc_sle, alias)
+
+
+def _api_entries() -> list[str]:
+    """The autosummary entries of docs/api.rst, relative to ``pymc_sle``."""
+    return re.findall(r"^   ([A-Za-z_][\w.]*)$", API_PAGE.read_text(), flags=re.MULTILINE)
+
+
+def test_every_public_function_and_class_has_one_api_page_under_its_path():
+    entries = _api_entries()
+    assert len(entries) == len(set(entries)), "an object documented twice"
+    documented = {}
+    for entry in entries:
+        value = pymc_sle
+        for part in entry.split("."):
+            value = getattr(value, part)
+        documented[id(value)] = entry
+    for module_name in NAMESPACES:
+        if module_name == "pymc_sle.cli":
+            continue  # the command: documented by its --help and the getting-started page
+        prefix = "" if module_name == "pymc_sle" else module_name.removeprefix("pymc_sle.") + "."
+        for name, value in _objects(module_name):
+            assert documented.get(id(value)) == prefix + name, (
+                f"{module_name}.{name} has no page in docs/api.rst under that path"
+            )
 
 
 @pytest.mark.parametrize("module_name", ["pymc_sle", "pymc_sle.distances"])
@@ -117,9 +137,9 @@ def test_version():
     assert pymc_sle.__version__.count(".") == 2
 
 
-#: What ``import pymc_sle as sle`` makes reachable as ``sle.<name>``.
+#: The subpackages ``import pymc_sle as sle`` makes reachable as ``sle.<name>``.
 PUBLIC_MODULES = ["distances", "kernels", "gp", "inference", "evaluation", "datasets", "plotting",
-                  "demo", "priors", "metrics", "diagnostics", "baselines", "spectral"]  # fmt: skip
+                  "demo"]  # fmt: skip
 
 
 def test_every_public_module_is_an_attribute_of_a_fresh_import():

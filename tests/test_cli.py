@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_module
 
 from pymc_sle import DistanceMatrix, SparseDistanceMatrix, __version__
 from pymc_sle.cli import build_parser, main
+from tests.support import run_module
 
 REFERENCE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "demo"
 

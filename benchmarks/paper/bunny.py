@@ -40,7 +40,7 @@ from benchmarks.paper.runner import parser, run, selected
 from benchmarks.paper.summary import summarise
 from pymc_sle.datasets import geodesic_sine_field
 from pymc_sle.distances import geodesic
-from pymc_sle.kernels.spectral import Eigenpairs, laplace_beltrami
+from pymc_sle.kernels import Eigenpairs, laplace_beltrami
 
 TABLE_SIZES = (400, 600, 800)
 N_TEST = 5000

@@ -10,9 +10,8 @@ import numpy as np
 
 from benchmarks.paper.models import ModelSpec, build
 from benchmarks.paper.problem import Context
-from pymc_sle.evaluation.holdout import NutsSettings, fit_and_score
-from pymc_sle.evaluation.metrics import score_gaussian
-from pymc_sle.inference import find_map
+from pymc_sle import find_map, score_gaussian
+from pymc_sle.evaluation import NutsSettings, fit_and_score
 
 __all__ = ["PAPER_NUTS", "QUICK_NUTS", "fit_map", "fit_nuts", "gram", "params_of"]
 

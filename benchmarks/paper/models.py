@@ -19,9 +19,8 @@ import pytensor.tensor as pt
 
 import pymc_sle as sle
 from benchmarks.paper.problem import Context
-from pymc_sle.inference.priors import radius_bounds
-from pymc_sle.kernels.baselines import DistanceCovariance, MeshMatern, RawLandmarkEmbedding
-from pymc_sle.kernels.spectral import Eigenpairs
+from pymc_sle import radius_bounds
+from pymc_sle.kernels import DistanceCovariance, Eigenpairs, MeshMatern, RawLandmarkEmbedding
 
 
 def log_uniform(name: str, lower: float, upper: float):

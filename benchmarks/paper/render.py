@@ -12,8 +12,7 @@ from threadpoolctl import threadpool_limits
 from benchmarks.paper.fitting import params_of
 from benchmarks.paper.models import ModelSpec, build
 from benchmarks.paper.problem import Problem, Trial
-from pymc_sle.evaluation.metrics import rmse
-from pymc_sle.inference import find_map
+from pymc_sle import find_map, rmse
 from pymc_sle.plotting import plot_mesh_field
 
 __all__ = ["render"]

@@ -24,7 +24,7 @@ from benchmarks.paper.models import ModelSpec
 from benchmarks.paper.problem import Problem
 from benchmarks.paper.results_csv import append_row, read_rows, row_key
 from benchmarks.paper.summary import summarise
-from pymc_sle.evaluation.holdout import NutsSettings
+from pymc_sle.evaluation import NutsSettings
 
 __all__ = ["experiment", "parser", "plan", "run", "selected"]
 

@@ -15,7 +15,7 @@ Models (all Matern-5/2; hyperparameters flat on the log scale between bounds):
   published kernel's normalisation, which the paper's numbers suggest it ran.
 - ``Raw-distance embedding``: the paper's ablation, raw geodesics as features.
 - ``SLE (nearest-neighbour radius bound)``: the paper's bounds except the radius's lower
-  bound, the median nearest-neighbour distance (`pymc_sle.priors.radius_bounds`'s
+  bound, the median nearest-neighbour distance (`pymc_sle.radius_bounds`'s
   ``lower="nearest"``, the library default) instead of the smallest distance.
 - ``Matern on geodesic``: Matern of the geodesic itself, with a PSD check at the fit.
 
@@ -44,7 +44,7 @@ from benchmarks.paper.runner import parser, run, selected
 from benchmarks.paper.summary import summarise
 from pymc_sle.datasets import matern_field
 from pymc_sle.distances import geodesic
-from pymc_sle.kernels.spectral import laplace_beltrami
+from pymc_sle.kernels import laplace_beltrami
 
 TABLE_SIZES = (200, 300, 400)
 CURVE_SIZES = (50, 100, 600, 800)

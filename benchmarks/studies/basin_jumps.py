@@ -8,8 +8,8 @@ chains, 2 cores, seed 1:
 
 - ``pm.sample`` as a user types it (PyMC's defaults, 1000 tune + 1000 draws): ``sle_priors``'
   basin label moves the radius between basins by Gibbs-Metropolis steps
-  (``pymc_sle.inference._jumps``);
-- ``sle.inference.sample_basins(priors)`` (PyMC's NUTS, 1000 + 1000): each basin apart, pooled
+  (``pymc_sle.inference._basins``);
+- ``sle.sample_basins(priors)`` (PyMC's NUTS, 1000 + 1000): each basin apart, pooled
   by the grid's masses;
 - ``pm.sample_smc`` (1000 particles per chain, PyMC's IMH kernel) on the same model built with
   ``sle_priors(..., start="prior")``: no initial values, which PyMC's SMC would copy into every
@@ -50,11 +50,11 @@ from benchmarks.studies.common import (
     write_json,
     write_markdown,
 )
-from pymc_sle.inference import grid_posterior, sample_basins
+from pymc_sle import sample_basins
+from pymc_sle.inference import DEFAULT_POLICY, grid_posterior
+from pymc_sle.inference._basins import BasinJump, cuts
 from pymc_sle.inference._bounds import target_scale
-from pymc_sle.inference._jumps import BasinJump
-from pymc_sle.inference.basins import _cuts, worst_values
-from pymc_sle.inference.priors import DEFAULT_POLICY
+from pymc_sle.inference._sampler import worst_values
 
 CASES = ("strings:2", "saxs:0", "saxs:2")
 REFERENCE = {"width": 5.0, "n_radius": 48, "n_ls": 64, "wide_scale": 40, "fine_radius": 64,
@@ -105,15 +105,15 @@ def setup(bench, ctx, cells: dict) -> tuple:
     model, _, priors, _ = sle_model(bench, ctx, offset)
     basins = sorted((b for b in priors.basins if b.mass >= DEFAULT_POLICY.min_basin_mass),
                     key=lambda b: b.radius)  # fmt: skip
-    cuts = _cuts(basins)
+    meeting = cuts(basins)
     row = {"benchmark": bench.name, "split": ctx.trial.draw, "n": ctx.n_train,
            "jumps": isinstance(model.rvs_to_transforms[priors["radius"]], BasinJump),
            "basin_radius": [b.radius for b in basins], "cap": priors.radius_cap}  # fmt: skip
     row["reference"], row["reference_edge_mass"] = reference_masses(
-        ctx.landmark[bench.kind], ctx.n_train, ctx.y_train - offset, bench.inner, cuts,
+        ctx.landmark[bench.kind], ctx.n_train, ctx.y_train - offset, bench.inner, meeting,
         priors.radius_cap, cells,
     )  # fmt: skip
-    return offset, model, priors, cuts, row
+    return offset, model, priors, meeting, row
 
 
 def run_case(bench, ctx, draws: int, chains: int, cells: dict) -> dict:

@@ -61,7 +61,7 @@ from benchmarks.studies.common import (
     write_json,
     write_markdown,
 )
-from pymc_sle.evaluation.metrics import score_gaussian
+from pymc_sle import score_gaussian
 
 #: The neighbour whose distance sets a landmark's radius factor (``local radii``).
 LOCAL_NEIGHBOUR = 10
@@ -150,24 +150,22 @@ def sle_model(candidate: Candidate, bench, ctx, offset: float):
     inner = candidate.inner or bench.inner
     with pm.Model() as model, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # several radius basins: MAP is global
-        priors = sle.priors.sle_priors(D, rows, y, inner=inner)
+        priors = sle.sle_priors(D, rows, y, inner=inner)
         radius = priors["radius"]
         if candidate.local_radii:
             radius = radius * pt.constant(local_radius_factors(D.values[:n, :n]))
         shape = candidate.shape
         if shape is None:
-            shape = pm.LogNormal(
-                "shape", **sle.priors.lognormal_between(*SHAPE_PRIOR[0], SHAPE_PRIOR[1])
-            )
+            shape = pm.LogNormal("shape", **sle.lognormal_between(*SHAPE_PRIOR[0], SHAPE_PRIOR[1]))
         cov = priors["eta"] ** 2 * sle.SLE(
             D, radius=radius, ls=priors["ls"], shape=shape, inner=inner
         )
         if candidate.two_scales:
-            bounds = sle.priors.suggest_bounds(D, rows, y)
+            bounds = sle.suggest_bounds(D, rows, y)
             low = bounds.radius[0]
-            radius2 = pm.LogNormal("radius2", **sle.priors.lognormal_between(
+            radius2 = pm.LogNormal("radius2", **sle.lognormal_between(
                 low, np.sqrt(low * bounds.radius[1]), 0.95))  # fmt: skip
-            ls2 = pm.LogNormal("ls2", **sle.priors.lognormal_between(*bounds.ls, 0.95))
+            ls2 = pm.LogNormal("ls2", **sle.lognormal_between(*bounds.ls, 0.95))
             eta2 = pm.HalfNormal("eta2", sigma=float(np.std(y)))
             cov = cov + eta2**2 * sle.SLE(D, radius=radius2, ls=ls2, inner=inner)
         gp = sle.gp.Marginal(cov_func=cov)

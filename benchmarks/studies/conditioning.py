@@ -40,9 +40,9 @@ from benchmarks.studies.common import (
     write_json,
     write_markdown,
 )
+from pymc_sle import find_map
 from pymc_sle.datasets import one_dimensional
-from pymc_sle.inference import find_map
-from pymc_sle.kernels.baselines import RawLandmarkEmbedding
+from pymc_sle.kernels import RawLandmarkEmbedding
 
 SIZES = (20, 35, 50, 100, 200, 350, 500, 750, 1000)
 QUICK_SIZES = (20, 40)

@@ -2,7 +2,7 @@
 
 The models are ``examples/mesh_gp.py``'s and ``examples/images_w2.py``'s at their full sizes,
 with the README recipe (``sle_priors`` with its default ``start="mode"``, sampled by
-``sle.inference.sample_basins``):
+``sle.sample_basins``):
 
 - ``mesh``: a Matérn-5/2 field (length scale 15 % of the mesh, sd 1, noise 0.1, seed 1) on the
   642-vertex icosphere, 200 training vertices, geodesic distances, ``inner="matern52"``;
@@ -50,7 +50,7 @@ from benchmarks.studies.common import (
 )
 from pymc_sle.datasets import coarsen, matern_field, saxs_images
 from pymc_sle.distances import geodesic, wasserstein
-from pymc_sle.evaluation.holdout import convergence
+from pymc_sle.evaluation import convergence
 
 EXAMPLES = ("mesh", "images")
 
@@ -69,7 +69,7 @@ def mesh_model(quick: bool):
     D = geodesic(mesh.vertices, mesh.faces, cols=train)
     y = field.y[train]
     with pm.Model() as model:
-        priors = sle.priors.sle_priors(D, train, y, inner="matern52")
+        priors = sle.sle_priors(D, train, y, inner="matern52")
         cov = priors["eta"] ** 2 * sle.SLE(
             D, radius=priors["radius"], ls=priors["ls"], inner="matern52"
         )
@@ -92,7 +92,7 @@ def images_model(quick: bool, cache, jobs: int):
     train = np.sort(order[: 3 * n_images // 4])
     y = data.y[train]
     with pm.Model() as model:
-        priors = sle.priors.sle_priors(W2, train, y, landmarks=train)
+        priors = sle.sle_priors(W2, train, y, landmarks=train)
         cov = priors["eta"] ** 2 * sle.SLE(
             W2, landmarks=train, radius=priors["radius"], ls=priors["ls"], inner="matern32"
         )
@@ -116,7 +116,7 @@ def fit(
         warnings.simplefilter("ignore", FutureWarning)  # ArviZ's refactor notice
         begin = time.perf_counter()
         with threadpool_limits(limits=1, user_api="blas"):
-            idata = sle.inference.sample_basins(
+            idata = sle.sample_basins(
                 priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=seed,
                 target_accept=target_accept, progressbar=False, compute_convergence_checks=False,
                 keep_warning_stat=True,  # where each divergent trajectory left from

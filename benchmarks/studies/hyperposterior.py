@@ -3,7 +3,7 @@
 For the model the README recommends -- ``sle_priors`` (LogNormal radius and length scale between
 data-adaptive bounds, HalfNormal signal and noise) and ``eta**2 * SLE(...)`` with a zero mean --
 the joint posterior of (radius, ls, eta, sigma) is evaluated on a full grid
-(:func:`pymc_sle.inference.grid.grid_posterior`: one eigendecomposition per (radius, ls), every
+(:func:`pymc_sle.inference.grid_posterior`: one eigendecomposition per (radius, ls), every
 (eta, sigma) from it), so its marginals are exact up to the grid's resolution. Per problem and
 training split it reports the radius basins and the mass each holds, the profile log likelihood
 over radius x ls, and the two degenerate regions: below the smallest training distance every
@@ -44,7 +44,7 @@ from benchmarks.studies.common import (
     write_json,
     write_markdown,
 )
-from pymc_sle.inference.grid import GridPosterior, grid_posterior
+from pymc_sle.inference import GridPosterior, grid_posterior
 
 
 @dataclass
@@ -125,12 +125,12 @@ def sample_readme_recipe(D: np.ndarray, y: np.ndarray, inner: str, draws: int, s
     from threadpoolctl import threadpool_limits
 
     import pymc_sle as sle
-    from pymc_sle.evaluation.holdout import convergence
+    from pymc_sle.evaluation import convergence
 
     rows = np.arange(y.size)
     with pm.Model(), threadpool_limits(1, user_api="blas"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        priors = sle.priors.sle_priors(D, rows, y, inner=inner, start=start)
+        priors = sle.sle_priors(D, rows, y, inner=inner, start=start)
         cov = priors["eta"] ** 2 * sle.SLE(D, radius=priors["radius"], ls=priors["ls"], inner=inner)
         gp = sle.gp.Marginal(cov_func=cov)
         gp.marginal_likelihood("y", X=rows[:, None], y=y, sigma=priors["sigma"])

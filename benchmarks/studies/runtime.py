@@ -46,9 +46,9 @@ from benchmarks.studies.common import (
     write_json,
     write_markdown,
 )
+from pymc_sle import find_map
 from pymc_sle.datasets import one_dimensional
-from pymc_sle.inference import find_map
-from pymc_sle.kernels.baselines import DistanceCovariance, RawLandmarkEmbedding
+from pymc_sle.kernels import DistanceCovariance, RawLandmarkEmbedding
 
 SIZES = (50, 100, 150, 200, 250, 300, 350, 400, 450, 500)
 QUICK_SIZES = (30, 60)

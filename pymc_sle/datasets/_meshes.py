@@ -9,7 +9,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from pymc_sle.distances._geodesic import Mesh, geodesic, load_mesh
-from pymc_sle.kernels.spectral import laplace_beltrami, matern_spectrum
+from pymc_sle.kernels._spectral import laplace_beltrami, matern_spectrum
 
 __all__ = ["MeshField", "geodesic_sine_field", "geodesic_sines_field", "matern_field"]
 
@@ -59,7 +59,7 @@ def matern_field(
     r"""One draw from a Matern GP prior on a mesh (the paper's Teddy target).
 
     :math:`f = \mathrm{sd} \cdot \sum_j \sqrt{\tilde S_j}\, z_j\, f_j` with every
-    Laplace--Beltrami eigenpair of the mesh (:func:`pymc_sle.kernels.spectral.laplace_beltrami`,
+    Laplace--Beltrami eigenpair of the mesh (:func:`pymc_sle.kernels.laplace_beltrami`,
     GeometricKernels' normalisation, so the prior variance averages ``sd**2`` over the vertices),
     :math:`z_j \sim N(0, 1)`; then ``y = f + noise_sd * N(0, 1)``. Exact for meshes small
     enough for a dense eigendecomposition (Teddy: 1,598 vertices, about a second). The

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_sle.distance_matrix import DistanceMatrix
+from pymc_sle.distances._matrix import DistanceMatrix
 
 __all__ = ["IndexedRegressionData", "one_dimensional", "one_dimensional_truth"]
 

@@ -13,9 +13,9 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from pymc_sle._validation import as_index_array, indices_or_all
-from pymc_sle.distance_matrix import DistanceMatrix
+from pymc_sle.distances._matrix import DistanceMatrix
 from pymc_sle.distances._methods import GEODESIC_METHODS
-from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
+from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
 
 __all__ = ["Mesh", "geodesic", "load_mesh"]
 

@@ -14,10 +14,10 @@ import joblib
 import numpy as np
 
 from pymc_sle._validation import indices_or_all, thread_count
-from pymc_sle.distance_matrix import DistanceMatrix
 from pymc_sle.distances._identity import metric_identity, metric_name
+from pymc_sle.distances._matrix import DistanceMatrix
+from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix, checked_cutoff
 from pymc_sle.distances._store import ChunkStore
-from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix, checked_cutoff
 
 __all__ = ["MetricError", "pairwise"]
 

@@ -9,7 +9,7 @@ import numba
 import numpy as np
 
 from pymc_sle._validation import indices_or_all
-from pymc_sle.distance_matrix import DistanceMatrix
+from pymc_sle.distances._matrix import DistanceMatrix
 from pymc_sle.distances._methods import SLICED_METHODS
 from pymc_sle.distances._pairwise import joined, pairwise
 from pymc_sle.distances._projected import w2_squared_1d

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_sle._euclidean import squared_euclidean
-from pymc_sle.distance_matrix import DistanceMatrix
+from pymc_sle._linalg._euclidean import squared_euclidean
+from pymc_sle.distances._matrix import DistanceMatrix
 from pymc_sle.distances._pairwise import pairwise
 from pymc_sle.distances._projected import bound_directions, max_sliced_lower_bound
-from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
+from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
 
 __all__ = ["as_measures", "grid_coordinates", "wasserstein"]
 

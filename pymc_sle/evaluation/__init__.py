@@ -1,17 +1,19 @@
 """Scores and checks of a fitted GP.
 
-- :mod:`~pymc_sle.evaluation.metrics` -- RMSE, CRPS, PICP, NLPD (also the attribute
-  ``pymc_sle.metrics``);
-- :mod:`~pymc_sle.evaluation.diagnostics` -- is a Gram matrix PSD, and how well conditioned
-  (also the attribute ``pymc_sle.diagnostics``);
-- :mod:`~pymc_sle.evaluation.holdout` -- sample a GP with NUTS, predict held-out points, score
-  them and report convergence: the routine the demo and the benchmarks share;
-- :mod:`~pymc_sle.evaluation.loo` -- exact leave-one-out densities and PIT of a marginal GP at
-  every posterior draw: ``arviz.loo`` on a GP, and interval coverage without a test set;
-- :mod:`~pymc_sle.evaluation.new_points` -- the predictive of new points with each its own
-  landmark, as every training point of an SLE is.
+The names a modeller types are at the top level: the metrics (:func:`pymc_sle.evaluate`,
+:func:`pymc_sle.rmse`, ...), :func:`pymc_sle.psd_report`, exact leave-one-out
+(:func:`pymc_sle.exact_loo`) and the own-landmark predictive of new points
+(:func:`pymc_sle.own_landmark_predictive`). Here is the routine the demo and the benchmarks
+share: sample a GP with NUTS, predict held-out points, score them and report convergence
+(:func:`fit_and_score`, :func:`holdout_predictive`, :func:`convergence`).
 """
 
-from pymc_sle.evaluation import diagnostics, holdout, loo, metrics, new_points
+from pymc_sle.evaluation._holdout import (
+    HoldoutFit,
+    NutsSettings,
+    convergence,
+    fit_and_score,
+    holdout_predictive,
+)
 
-__all__ = ["diagnostics", "holdout", "loo", "metrics", "new_points"]
+__all__ = ["HoldoutFit", "NutsSettings", "convergence", "fit_and_score", "holdout_predictive"]

@@ -4,7 +4,7 @@ predictive).
 
 A training point is its own landmark when its distance row is a landmark column at distance 0.
 Exact LOO with ``own_landmark="drop"`` removes that landmark from the model fitted without the
-point (:func:`own_columns`); :func:`~pymc_sle.evaluation.new_points.own_landmark_predictive`
+point (:func:`own_columns`); :func:`~pymc_sle.own_landmark_predictive`
 predicts a new point as the training points were fitted, the point added to the landmarks
 (:func:`new_landmark_distances`, after :func:`check_extendable`).
 
@@ -22,7 +22,7 @@ from pymc.gp.cov import Covariance
 from pytensor.graph import graph_replace
 from pytensor.graph.traversal import ancestors
 
-from pymc_sle.kernels import LandmarkCovariance
+from pymc_sle.kernels._landmark import LandmarkCovariance
 
 
 def landmark_kernels(cov) -> list[LandmarkCovariance]:

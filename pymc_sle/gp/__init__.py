@@ -4,15 +4,12 @@
   gradient cost one Cholesky factorisation;
 - :class:`GaussianLogDensity` / :func:`gaussian_logp` -- the PyTensor Op behind it, on the C,
   NUMBA and JAX backends;
-- :class:`SparseSLELogDensity` -- the exact SLE-RBF likelihood through a sparse factorisation,
+- :class:`SparseSLELogDensity` -- the exact SLE likelihood through a sparse factorisation,
   which :class:`Marginal` takes on a :class:`~pymc_sle.SparseDistanceMatrix` (large data).
 """
 
 from pymc_sle.gp._log_density import GaussianLogDensity, gaussian_logp
 from pymc_sle.gp._marginal import Marginal
-from pymc_sle.gp._sparse_op import SparseSLELogDensity
+from pymc_sle.gp._sparse._op import SparseSLELogDensity
 
 __all__ = ["GaussianLogDensity", "Marginal", "SparseSLELogDensity", "gaussian_logp"]
-
-# Last: the JAX backend needs the Ops above (pymc_sle._jax imports them).
-from pymc_sle import _jax

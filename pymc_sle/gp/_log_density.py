@@ -17,7 +17,8 @@ decides the speed of NUTS on a Gaussian-process marginal likelihood.
 gradients -- so a graph that asks for the log density and its gradient factorises :math:`K` once.
 A rewrite swaps in a value-only variant (no ``dpotri``) when the gradient outputs are unused. The
 same numba kernel runs in the C backend (through ``perform``) and the NUMBA backend; the JAX
-backend gets a ``jax.numpy`` implementation when JAX is installed.
+backend gets a ``jax.numpy`` implementation when JAX is installed (``jnp.linalg.cholesky``; a
+covariance that is not positive definite gives ``-inf`` and zero gradients there too).
 
 A covariance that is not numerically positive definite gives ``-inf`` and zero gradients, which
 samplers treat as a rejected proposal, as PyMC's ``MvNormal`` does.
@@ -36,8 +37,8 @@ from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.link.numba.dispatch import numba_funcify
 from pytensor.tensor.rewriting.basic import register_specialize
 
-from pymc_sle._blas_threads import one_blas_thread_in_workers
-from pymc_sle._lapack import (
+from pymc_sle._backends import one_blas_thread_in_workers, register_jax
+from pymc_sle._linalg._lapack import (
     cholesky_inplace,
     cholesky_inverse_inplace,
     cholesky_solve_inplace,
@@ -256,5 +257,37 @@ def _numba_gaussian_log_density(op, node=None, **kwargs):
         @numba.njit
         def gaussian_log_density(cov, residual):
             return np.asarray(compute(cov, residual, False)[0])
+
+    return gaussian_log_density
+
+
+@register_jax(GaussianLogDensity)
+def _jax_gaussian_log_density(op, node=None, **kwargs):
+    import jax.numpy as jnp
+    from jax.scipy.linalg import cho_solve
+
+    with_gradients = op.with_gradients
+    batched = node is not None and node.inputs[1].type.ndim == 2
+
+    def gaussian_log_density(cov, residual):
+        n = cov.shape[0]
+        rows = residual if batched else residual[None, :]
+        factor = jnp.linalg.cholesky(cov)
+        alpha = cho_solve((factor, True), rows.T).T
+        diagonal = jnp.diagonal(factor)
+        ok = jnp.all(jnp.isfinite(diagonal) & (diagonal > 0))
+        log_density = (
+            -0.5 * jnp.sum(rows * alpha, axis=1) - jnp.sum(jnp.log(diagonal)) - 0.5 * n * _LOG_2PI
+        )
+        log_density = jnp.where(ok, log_density, -jnp.inf)
+        alpha = jnp.where(ok, alpha, 0.0)
+        if not batched:
+            log_density, alpha = log_density[0], alpha[0]
+        if not with_gradients:
+            return log_density
+        inverse = jnp.where(ok, cho_solve((factor, True), jnp.eye(n, dtype=cov.dtype)), 0.0)
+        if batched:
+            return log_density, inverse, alpha
+        return log_density, 0.5 * (jnp.outer(alpha, alpha) - inverse), -alpha
 
     return gaussian_log_density

@@ -14,12 +14,13 @@ from scipy import sparse as sparse_matrix
 
 from pymc_sle._pymc_compat import build_marginal_likelihood, product_factors
 from pymc_sle._validation import can_change, constant_value
+from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
 from pymc_sle.gp._log_density import gaussian_logp
-from pymc_sle.gp._mixtures import inner_mixture
-from pymc_sle.gp._sparse_likelihood import SparseSLEProblem, draw
-from pymc_sle.gp._sparse_op import SparseSLELogDensity
-from pymc_sle.gp._sparse_prediction import predict as predict_sparse
-from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
+from pymc_sle.gp._sparse._likelihood import draw
+from pymc_sle.gp._sparse._mixtures import inner_mixture
+from pymc_sle.gp._sparse._op import SparseSLELogDensity
+from pymc_sle.gp._sparse._prediction import predict as predict_sparse
+from pymc_sle.gp._sparse._problem import SparseSLEProblem
 
 __all__ = ["Marginal"]
 

@@ -1,30 +1,24 @@
-"""Inference helpers: data-adaptive priors and multi-start MAP.
+"""Inference for SLE GPs: data-adaptive priors, the grid posterior, basins, MAP, the samplers.
 
-- :mod:`~pymc_sle.inference.priors` -- bounds and priors for the SLE hyperparameters (also the
-  attribute ``pymc_sle.priors``);
-- :func:`~pymc_sle.find_map` / :class:`MAPResult` -- multi-start MAP, the paper's bounded maximum
-  likelihood;
-- :func:`sample_basins` -- NUTS on every basin of a multi-basin radius posterior, pooled by
-  the basins' mass (``pm.sample`` when there is one basin); :func:`basin_models` -- the model
-  it samples for each basin;
-- :func:`grid_posterior` -- the posterior of the ``sle_priors`` model's four hyperparameters on
-  a grid: the exact reference for a sampler, radius basins and their mass.
+The names a modeller types are at the top level: :func:`pymc_sle.sle_priors` and what it
+builds on (:func:`pymc_sle.suggest_bounds`, :func:`pymc_sle.lognormal_between`, ...),
+:func:`pymc_sle.sample_basins` and :func:`pymc_sle.find_map`. Here are the reference and the
+knobs behind them: the exact grid posterior of the ``sle_priors`` model
+(:func:`grid_posterior`), its radius basins (:class:`Basin`), the constants of the search
+(:class:`SearchPolicy`) and the samplers' target acceptances.
 """
 
-from pymc_sle.inference import basins, grid, priors
-from pymc_sle.inference._map import MAPResult, find_map
-from pymc_sle.inference.basins import basin_diagnostics, basin_models, sample_basins
-from pymc_sle.inference.grid import GridPosterior, grid_posterior
+from pymc_sle.inference._basins import Basin
+from pymc_sle.inference._grid import GridPosterior, grid_posterior
+from pymc_sle.inference._sampler import BASINS_TARGET_ACCEPT, ONE_BASIN_TARGET_ACCEPT
+from pymc_sle.inference._search import DEFAULT_POLICY, SearchPolicy
 
 __all__ = [
+    "BASINS_TARGET_ACCEPT",
+    "DEFAULT_POLICY",
+    "ONE_BASIN_TARGET_ACCEPT",
+    "Basin",
     "GridPosterior",
-    "MAPResult",
-    "basin_diagnostics",
-    "basin_models",
-    "basins",
-    "find_map",
-    "grid",
+    "SearchPolicy",
     "grid_posterior",
-    "priors",
-    "sample_basins",
 ]

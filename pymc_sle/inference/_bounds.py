@@ -1,4 +1,5 @@
-"""Data-adaptive bounds of the SLE GP's hyperparameters, and LogNormal priors between bounds."""
+"""Data-adaptive bounds of the SLE GP's hyperparameters, LogNormal priors between bounds, and
+the training data they are read from, validated once (:class:`TrainingData`)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,74 @@ import numpy as np
 from scipy import special
 
 from pymc_sle._validation import as_index_array
-from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
+from pymc_sle.distances._matrix import DistanceMatrix, as_distance_matrix
+from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
 from pymc_sle.kernels._embedding import embedding_distances
 
 __all__ = [
     "SLEBounds",
+    "TrainingData",
+    "bounds_of_block",
     "lognormal_between",
     "radius_bounds",
     "suggest_bounds",
     "target_scale",
-    "training_block",
+    "training_data",
 ]
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingData:
+    """The training points of an SLE GP, validated once where they enter the library
+    (:func:`training_data`): what the bounds, the grid and the search read.
+
+    Attributes
+    ----------
+    distances : DistanceMatrix or SparseDistanceMatrix
+        Every point's distances to the landmark candidates, ``(n_points, n_columns)``.
+    rows : ndarray of int of shape (n,)
+        The training points' rows.
+    y : ndarray of float of shape (n,)
+        Their observations.
+    landmarks : ndarray of int of shape (m,)
+        The landmark columns.
+    y_scale : float
+        The standard deviation of ``y`` (:func:`target_scale`).
+    """
+
+    distances: DistanceMatrix | SparseDistanceMatrix
+    rows: np.ndarray
+    y: np.ndarray
+    landmarks: np.ndarray
+    y_scale: float
+
+    @property
+    def block(self) -> np.ndarray:
+        """The training points' distances to the landmarks, ``(n, m)`` (dense distances only)."""
+        return self.distances.values[np.ix_(self.rows, self.landmarks)]
+
+
+def training_data(distances, rows, y, landmarks=None, *, sparse: bool = False) -> TrainingData:
+    """Validate an SLE GP's training data: ``distances`` (a :class:`DistanceMatrix` or a 2-D
+    array; a :class:`SparseDistanceMatrix` where ``sparse``), ``rows`` and ``landmarks`` (indices
+    of its rows and columns; ``None``: every column) and ``y`` (one finite, not constant,
+    observation per row).
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the argument that is not as described.
+    """
+    if not (sparse and isinstance(distances, SparseDistanceMatrix)):
+        distances = as_distance_matrix(distances)
+    rows = as_index_array("rows", np.ravel(rows), distances.n_points, axis_name="rows")
+    if landmarks is None:
+        landmarks = np.arange(distances.n_columns)
+    landmarks = as_index_array("landmarks", landmarks, distances.n_columns, axis_name="columns")
+    if np.shape(y) != rows.shape:
+        raise ValueError(f"`y` must have shape {rows.shape} to match `rows`, but has {np.shape(y)}")
+    y = np.asarray(y, dtype=float)
+    return TrainingData(distances, rows, y, landmarks, target_scale(y))
 
 
 @dataclass(frozen=True)
@@ -44,21 +102,19 @@ class SLEBounds:
 
 
 def target_scale(y) -> float:
+    """The standard deviation of ``y``: the scale of the signal and noise priors.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not finite or is constant.
+    """
     scale = float(np.std(np.asarray(y, dtype=float)))
     if not np.isfinite(scale) or scale <= 0:
         raise ValueError(
             f"`y` must be finite and not constant, but its standard deviation is {scale}"
         )
     return scale
-
-
-def training_block(distances, rows, landmarks) -> tuple[DistanceMatrix, np.ndarray, np.ndarray]:
-    distances = as_distance_matrix(distances)
-    rows = as_index_array("rows", np.ravel(rows), distances.n_points, axis_name="rows")
-    if landmarks is None:
-        landmarks = np.arange(distances.n_columns)
-    landmarks = as_index_array("landmarks", landmarks, distances.n_columns, axis_name="columns")
-    return distances, rows, landmarks
 
 
 def radius_bounds(distances, rows=None, cols=None, *, lower: str = "min") -> tuple[float, float]:
@@ -88,7 +144,7 @@ def radius_bounds(distances, rows=None, cols=None, *, lower: str = "min") -> tup
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_sle.inference.priors import radius_bounds
+    >>> from pymc_sle import radius_bounds
     >>> x = np.array([0.0, 0.1, 0.3, 1.0])
     >>> D = np.abs(x[:, None] - x[None, :])
     >>> radius_bounds(D)
@@ -96,9 +152,12 @@ def radius_bounds(distances, rows=None, cols=None, *, lower: str = "min") -> tup
     >>> radius_bounds(D, lower="nearest")
     (0.15, 1.0)
     """
+    return _radius_bounds_of_block(as_distance_matrix(distances).take(rows, cols).values, lower)
+
+
+def _radius_bounds_of_block(block: np.ndarray, lower: str) -> tuple[float, float]:
     if lower not in ("min", "nearest"):
         raise ValueError(f"`lower` must be 'min' or 'nearest', but got {lower!r}")
-    block = as_distance_matrix(distances).take(rows, cols).values
     positive = block[block > 0]
     if positive.size == 0:
         raise ValueError(
@@ -158,12 +217,16 @@ def suggest_bounds(
     n_radii : int, default 5
         Radii at which embedding distances are measured.
     """
-    distances, rows, landmarks = training_block(distances, rows, landmarks)
-    if np.shape(y) != rows.shape:
-        raise ValueError(f"`y` must have shape {rows.shape} to match `rows`, but has {np.shape(y)}")
-    scale = target_scale(y)
-    radius = radius_bounds(distances, rows, landmarks, lower=radius_lower)
-    block = distances.values[np.ix_(rows, landmarks)]
+    data = training_data(distances, rows, y, landmarks)
+    return bounds_of_block(data.block, data.y_scale, radius_lower=radius_lower, n_radii=n_radii)
+
+
+def bounds_of_block(
+    block: np.ndarray, scale: float, *, radius_lower: str = "nearest", n_radii: int = 5
+) -> SLEBounds:
+    """:func:`suggest_bounds` of validated data: the training points' distances to the
+    landmarks, ``block`` ``(n, m)``, and the standard deviation of their observations."""
+    radius = _radius_bounds_of_block(block, radius_lower)
     ls = _embedding_distance_range(block, np.geomspace(*radius, n_radii))
     return SLEBounds(
         radius=radius,
@@ -188,7 +251,7 @@ def lognormal_between(lower: float, upper: float, mass: float = 0.95) -> dict[st
     Examples
     --------
     >>> from scipy import stats
-    >>> from pymc_sle.inference.priors import lognormal_between
+    >>> from pymc_sle import lognormal_between
     >>> p = lognormal_between(0.1, 10.0)
     >>> dist = stats.lognorm(p["sigma"], scale=np.exp(p["mu"]))
     >>> round(float(dist.cdf(10.0) - dist.cdf(0.1)), 6)

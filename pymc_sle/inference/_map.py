@@ -9,6 +9,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import optimize
 
+from pymc_sle._pymc_compat import random_variable_of, value_transform
+
 __all__ = ["MAPResult", "find_map"]
 
 
@@ -141,8 +143,8 @@ def _random_start(model, value_vars, sizes, rng) -> np.ndarray:
 
     parts = []
     for value_var, size in zip(value_vars, sizes, strict=True):
-        rv = model.values_to_rvs[value_var]
-        if isinstance(model.rvs_to_transforms.get(rv), Interval):
+        rv = random_variable_of(model, value_var)
+        if isinstance(value_transform(model, rv), Interval):
             u = rng.uniform(0.001, 0.999, size)
             parts.append(np.log(u) - np.log1p(-u))
         else:

@@ -1,6 +1,6 @@
 r"""Changes of variable under which NUTS samples the SLE hyperposterior well.
 
-The coarse grid posterior of :func:`~pymc_sle.inference.priors.sle_priors` shows two
+The coarse grid posterior of :func:`~pymc_sle.sle_priors` shows two
 obstacles for NUTS (``docs/hyperposterior.md``):
 
 - the radius marginal is rough: basins separated by dips of a few nats, which a chain crosses

@@ -16,6 +16,8 @@ branch except when the gradient with respect to :math:`D` itself is asked for.
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 import pytensor.tensor as pt
@@ -24,13 +26,15 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import numba_funcify
 
-from pymc_sle._blas_threads import one_blas_thread_in_workers
+from pymc_sle._backends import one_blas_thread_in_workers, register_jax
+from pymc_sle.kernels._bump import bump_formula
 from pymc_sle.kernels._bump_loops import (
     bump_backward,
     bump_block_backward,
     bump_embedding_backward,
     bump_forward,
 )
+from pymc_sle.kernels._embedding_ops import dense_gradient_formula, jax_squared_distances
 
 __all__ = ["bump_squared_distances"]
 
@@ -191,6 +195,58 @@ def _register_numba_backward(op_class, kernel) -> None:
 
 _register_numba_backward(_BumpSquaredDistancesGrad, bump_backward)
 _register_numba_backward(_BumpSquaredDistancesBlockGrad, bump_block_backward)
+
+
+# On JAX the bump Ops run dense -- the same values and gradients (the support is a C/NUMBA
+# speed-up) -- with the dense branch's support, the raveled embedding: the gradient with respect
+# to it as on that branch, and through the bump by jax.vjp of the formula PyTensor uses.
+
+
+def _jax_bump_pullback(block, radius, amplitude, shape, g):
+    import jax
+    import jax.numpy as jnp
+
+    _, pullback = jax.vjp(functools.partial(bump_formula, jnp), block, radius, amplitude, shape)
+    return pullback(g.reshape(block.shape))
+
+
+@register_jax(_BumpSquaredDistances)
+def _jax_bump_forward(op, node=None, **kwargs):
+    import jax.numpy as jnp
+
+    def bump_squared_distances(block, order, ordered, radius, amplitude, shape):
+        phi = bump_formula(jnp, block, radius, amplitude, shape)
+        empty = jnp.zeros(0, dtype=jnp.float64), jnp.zeros(0, dtype=jnp.int64)
+        squared = jax_squared_distances(phi, phi, symmetric=True)
+        return squared, phi.ravel(), empty[0], empty[1], empty[1]
+
+    return bump_squared_distances
+
+
+@register_jax(_BumpEmbeddingGrad)
+def _jax_bump_embedding_backward(op, node=None, **kwargs):
+    import jax.numpy as jnp
+
+    def bump_embedding_grad(block, values, col_ptr, row_index, grad):
+        return dense_gradient_formula(jnp, values.reshape(block.shape), grad).ravel()
+
+    return bump_embedding_grad
+
+
+@register_jax(_BumpSquaredDistancesGrad)
+def _jax_bump_backward(op, node=None, **kwargs):
+    def bump_squared_distances_grad(block, radius, amplitude, shape, *support_and_g):
+        return _jax_bump_pullback(block, radius, amplitude, shape, support_and_g[-1])[1:]
+
+    return bump_squared_distances_grad
+
+
+@register_jax(_BumpSquaredDistancesBlockGrad)
+def _jax_bump_block_backward(op, node=None, **kwargs):
+    def bump_squared_distances_block_grad(block, radius, amplitude, shape, *support_and_g):
+        return _jax_bump_pullback(block, radius, amplitude, shape, support_and_g[-1])[0]
+
+    return bump_squared_distances_block_grad
 
 
 def bump_squared_distances(

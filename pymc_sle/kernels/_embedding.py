@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_sle._euclidean import squared_euclidean
+from pymc_sle._linalg._euclidean import squared_euclidean
 from pymc_sle.kernels._bump import bump
 
 __all__ = ["embedding_distances", "raw_embedding_distances"]
@@ -67,7 +67,7 @@ def embedding_distances(
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_sle.kernels import embedding_distances
+    >>> from pymc_sle import embedding_distances
     >>> D = np.array([[0.0, 2.0], [2.0, 0.0], [0.5, 2.0]])
     >>> E = embedding_distances(D, radius=1.0)
     >>> bool(np.isclose(E[0, 1], np.sqrt(2.0)))  # one-hot embeddings at this radius
@@ -84,14 +84,14 @@ def embedding_distances(
 def raw_embedding_distances(distances, other=None, *, squared: bool = False) -> np.ndarray:
     r"""Distances :math:`\lVert \phi(x_i) - \phi(x'_j) \rVert` between raw-distance embeddings
     :math:`\phi(x)_k = d(x, z_k)` (the D2KE-style baseline
-    :class:`pymc_sle.kernels.baselines.RawLandmarkEmbedding`).
+    :class:`pymc_sle.kernels.RawLandmarkEmbedding`).
 
     Parameters as for :func:`embedding_distances`, without the bump's.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_sle.kernels import raw_embedding_distances
+    >>> from pymc_sle import raw_embedding_distances
     >>> raw_embedding_distances(np.array([[0.0, 3.0], [4.0, 0.0]])).tolist()
     [[0.0, 5.0], [5.0, 0.0]]
     """

@@ -29,8 +29,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from pymc_sle._euclidean import CANCELLATION
-from pymc_sle._lapack import (
+from pymc_sle._linalg._euclidean import CANCELLATION
+from pymc_sle._linalg._lapack import (
     gram_upper,
     is_symmetric,
     mirror_upper_inplace,

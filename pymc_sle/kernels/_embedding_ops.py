@@ -39,13 +39,19 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import numba_funcify
 
-from pymc_sle._blas_threads import one_blas_thread_in_workers
+from pymc_sle._backends import one_blas_thread_in_workers, register_jax
+from pymc_sle._linalg._euclidean import CANCELLATION
 from pymc_sle.kernels._embedding_loops import (
     cross_forward,
     dense_forward,
 )
 
-__all__ = ["cross_squared_distances", "dense_squared_distances"]
+__all__ = [
+    "cross_squared_distances",
+    "dense_gradient_formula",
+    "dense_squared_distances",
+    "jax_squared_distances",
+]
 
 
 class _DenseSquaredDistances(Op):
@@ -70,10 +76,10 @@ class _DenseSquaredDistances(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         (phi,), (grad,) = inputs, output_grads
-        return [_dense_gradient_formula(pt, phi, grad)]
+        return [dense_gradient_formula(pt, phi, grad)]
 
 
-def _dense_gradient_formula(xp, phi, grad):
+def dense_gradient_formula(xp, phi, grad):
     """The module's gradient formula for ``xp`` = pytensor.tensor or jax.numpy, on the centred
     ``phi`` (the same value: :math:`s = S1` cancels a common shift), where the two terms cancel
     less. The numba kernel is ``_embedding_loops.dense_backward``."""
@@ -89,6 +95,14 @@ def _numba_dense_forward(op, node=None, **kwargs):
         return dense_forward(np.ascontiguousarray(phi))
 
     return dense_squared_distances
+
+
+@register_jax(_DenseSquaredDistances)
+def _jax_dense(op, node=None, **kwargs):
+    def squared_distances(phi):
+        return jax_squared_distances(phi, phi, symmetric=True)
+
+    return squared_distances
 
 
 def dense_squared_distances(phi) -> pt.TensorVariable:
@@ -141,3 +155,38 @@ def cross_squared_distances(phi, phi_other) -> pt.TensorVariable:
     r""":math:`\lVert \phi_i - \phi'_j \rVert^2` between the rows of two embeddings (prediction
     cross-covariances); exactly 0 for equal rows."""
     return _CrossSquaredDistances()(phi, phi_other)
+
+
+@register_jax(_CrossSquaredDistances)
+def _jax_cross(op, node=None, **kwargs):
+    def cross_squared_distances(phi, phi_other):
+        return jax_squared_distances(phi, phi_other, symmetric=False)
+
+    return cross_squared_distances
+
+
+def jax_squared_distances(phi, phi_other, symmetric: bool):
+    """The squared distances between the rows of two embeddings in ``jax.numpy``, as the numba
+    loops compute them: centred, expanded, and the cancelled entries recomputed from
+    differences (row by row, and only when there are any); ``symmetric`` (``phi_other`` is
+    ``phi``) sets the diagonal to exactly 0."""
+    import jax
+    import jax.numpy as jnp
+
+    shift = phi.mean(axis=0)
+    a, b = phi - shift, phi_other - shift
+    norms_a, norms_b = jnp.sum(a * a, axis=1), jnp.sum(b * b, axis=1)
+    scale = norms_a[:, None] + norms_b[None, :]
+    out = scale - 2.0 * (a @ b.T)
+    cancelled = ~(out > CANCELLATION * scale)  # also NaN (inf - inf): overflow
+    if symmetric:
+        cancelled = cancelled & ~jnp.eye(out.shape[0], dtype=bool)
+
+    def refine(out):
+        direct = jax.lax.map(lambda row: jnp.sum(jnp.square(row - b), axis=1), a)
+        return jnp.where(cancelled, direct, out)
+
+    out = jax.lax.cond(jnp.any(cancelled), refine, lambda out: out, out)
+    if symmetric:
+        out = out.at[jnp.diag_indices(out.shape[0])].set(0.0)
+    return out

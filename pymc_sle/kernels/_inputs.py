@@ -26,6 +26,7 @@ from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import numba_funcify
 
+from pymc_sle._backends import register_jax
 from pymc_sle._validation import as_index_array, check_finite_nonnegative, constant_value
 
 __all__ = [
@@ -80,6 +81,27 @@ class _CheckedInput(Op):
 
     def infer_shape(self, fgraph, node, input_shapes):
         return input_shapes
+
+
+@register_jax(_CheckedInput)
+def _jax_checked_input(op, **kwargs):
+    """A traced program cannot raise: the check runs on the host through a callback, whose
+    ``ValueError`` aborts the computation with the message. The gradient of
+    :class:`CheckedDistances` is the identity in PyTensor's graph, so JAX never differentiates
+    this."""
+    import jax
+
+    def check(values):
+        values = np.asarray(values)
+        if not op._all_valid(values):
+            op._raise_for(values)
+        return values.astype(op.out_dtype)
+
+    def checked(values):
+        result = jax.ShapeDtypeStruct(values.shape, np.dtype(op.out_dtype))
+        return jax.pure_callback(check, result, values, vmap_method="sequential")
+
+    return checked
 
 
 class CheckedRows(_CheckedInput):

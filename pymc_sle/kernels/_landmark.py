@@ -14,11 +14,11 @@ from pymc_sle._validation import (
     check_positive_parameter,
     constant_value,
 )
-from pymc_sle.distance_matrix import DistanceMatrix, as_distance_matrix
+from pymc_sle.distances._matrix import DistanceMatrix, as_distance_matrix
+from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
 from pymc_sle.kernels._embedding_ops import cross_squared_distances, dense_squared_distances
 from pymc_sle.kernels._inner import kernel_of_squared_distance, resolve_inner
 from pymc_sle.kernels._inputs import check_single_active_dim, distance_rows, feature_block
-from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
 __all__ = ["LandmarkCovariance"]
 
@@ -121,7 +121,7 @@ class LandmarkCovariance(Covariance):
         ``(n_points, m)``, as the constant the covariance graph gathers its rows from (``None`` in
         feature mode). Replacing it in a graph built on a symbolic ``X``
         (``pytensor.graph.graph_replace``) evaluates the kernel with other distances, e.g. a
-        landmark set to ``inf`` to drop it (:func:`~pymc_sle.evaluation.loo.exact_loo`)."""
+        landmark set to ``inf`` to drop it (:func:`~pymc_sle.exact_loo`)."""
         return None if self.feature_mode else self._landmark_block
 
     @property

@@ -17,12 +17,12 @@ from pymc_sle._validation import (
     check_positive_parameter,
     constant_value,
 )
-from pymc_sle.distance_matrix import DistanceMatrix
+from pymc_sle.distances._matrix import DistanceMatrix
+from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
 from pymc_sle.kernels._bump import bump
 from pymc_sle.kernels._bump_ops import bump_squared_distances
 from pymc_sle.kernels._embedding_ops import dense_squared_distances
 from pymc_sle.kernels._landmark import LandmarkCovariance
-from pymc_sle.sparse_distance_matrix import SparseDistanceMatrix
 
 __all__ = ["SLE", "SPARSE_FILL_THRESHOLD"]
 
@@ -68,7 +68,7 @@ def _is_random(value) -> bool:
 
 
 def _check_searched_inner(radius, inner: type, inner_kwargs: dict) -> None:
-    """Refuse a radius from :func:`~pymc_sle.inference.priors.sle_priors` in an SLE whose inner
+    """Refuse a radius from :func:`~pymc_sle.sle_priors` in an SLE whose inner
     kernel is not the one its grid searched: the priors' scales, start and basins would be
     another model's (on Teddy, a Matérn-3/2 grid for a Matérn-5/2 model put 61 % of the mass in
     the basin holding 2.5 %)."""
@@ -180,7 +180,7 @@ class SLE(LandmarkCovariance):
     See Also
     --------
     pymc_sle.bump : the bump function.
-    pymc_sle.inference.priors.radius_bounds : data-adaptive bounds for ``radius``.
+    pymc_sle.radius_bounds : data-adaptive bounds for ``radius``.
 
     References
     ----------
@@ -378,8 +378,8 @@ class SLE(LandmarkCovariance):
         if where:
             warnings.warn(
                 f"The `radius` prior puts {' and '.join(where)}; NUTS chains wander or stick "
-                "there. Use pymc_sle.priors.sle_priors, or a prior with most of its mass between "
-                "those distances (pymc_sle.priors.lognormal_between).",
+                "there. Use pymc_sle.sle_priors, or a prior with most of its mass between "
+                "those distances (pymc_sle.lognormal_between).",
                 UserWarning,
                 stacklevel=4,
             )

@@ -1,0 +1,71 @@
+"""What the library's Ops need of their backends: one BLAS thread in a worker process, and
+their JAX implementations registered where JAX is installed.
+
+``pm.sample(cores=c)`` runs its chains in ``c`` child processes and means each to use one
+BLAS thread (its ``blas_cores="auto"``). It enforces that only when the children start by
+``spawn`` or ``forkserver``: with ``fork`` (Linux's default before Python 3.14) PyMC applies no
+limit (pymc-devs/pymc#8044), so every chain's OpenBLAS keeps a thread per core and the chains
+spin against each other (``benchmarks/results/blas_threads.md``: the demo's model on 2 cores,
+2 chains, many times slower per leapfrog step).
+
+:func:`one_blas_thread_in_workers` wraps an Op's ``perform``: in a process that
+:mod:`multiprocessing` started (a sampler's chain, a pool worker) the call runs with one BLAS
+thread, and the previous count is restored when it returns; in the main process nothing
+changes, so a single large fit keeps every BLAS thread. The limit costs a few microseconds per
+call.
+
+:func:`register_jax` registers an Op's ``jax_funcify`` implementation beside the Op (its C and
+NUMBA implementations are the numba kernels its module compiles): when JAX is not installed it
+registers nothing, and the Op runs on the other backends only.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import os
+from contextlib import nullcontext
+
+from threadpoolctl import ThreadpoolController
+
+__all__ = ["one_blas_thread_in_workers", "register_jax", "worker_blas_limit"]
+
+#: ``(pid, controller)``: found afresh in each process, as a forked child must not use its
+#: parent's.
+_controller: tuple[int, ThreadpoolController] | None = None
+
+
+def worker_blas_limit():
+    """A context manager: one BLAS thread in a :mod:`multiprocessing` child, nothing otherwise."""
+    global _controller
+    if multiprocessing.parent_process() is None:
+        return nullcontext()
+    if _controller is None or _controller[0] != os.getpid():
+        _controller = (os.getpid(), ThreadpoolController())
+    return _controller[1].limit(limits=1, user_api="blas")
+
+
+def one_blas_thread_in_workers(perform):
+    """Decorate an Op's ``perform`` to run under :func:`worker_blas_limit`."""
+
+    @functools.wraps(perform)
+    def limited(*args, **kwargs):
+        with worker_blas_limit():
+            return perform(*args, **kwargs)
+
+    return limited
+
+
+def register_jax(op_class: type):
+    """Decorate ``funcify(op, node=None, **kwargs)``, the JAX implementation of ``op_class``, to
+    register it with PyTensor's ``jax_funcify``; without JAX it is returned unregistered."""
+
+    def decorate(funcify):
+        try:
+            from pytensor.link.jax.dispatch import jax_funcify
+        except ImportError:  # JAX is optional
+            return funcify
+        jax_funcify.register(op_class)(funcify)
+        return funcify
+
+    return decorate

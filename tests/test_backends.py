@@ -1,0 +1,82 @@
+"""The library's Ops run BLAS on one thread in worker processes, and on all of them otherwise."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from pymc_sle._backends import one_blas_thread_in_workers, worker_blas_limit
+from pymc_sle.gp import GaussianLogDensity, SparseSLELogDensity
+from pymc_sle.kernels import _bump_ops, _embedding_ops
+
+
+def blas_threads() -> list[int]:
+    return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+
+def _report(queue) -> None:
+    """In the child: the BLAS threads before, inside the limit, inside a decorated call, after."""
+    before = blas_threads()
+    with worker_blas_limit():
+        inside = blas_threads()
+    during = one_blas_thread_in_workers(blas_threads)()
+    queue.put((before, inside, during, blas_threads()))
+
+
+def test_main_process_keeps_its_blas_threads():
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        assert before and max(before) == 2
+        with worker_blas_limit():
+            assert blas_threads() == before
+        assert one_blas_thread_in_workers(blas_threads)() == before
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_worker_process_runs_one_blas_thread_and_restores(method):
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {method!r} start method here")
+    context = multiprocessing.get_context(method)
+    queue = context.Queue()
+    # With fork the child inherits two threads, as PyMC's chains do (it sets no limit then).
+    with threadpool_limits(limits=2, user_api="blas"):
+        child = context.Process(target=_report, args=(queue,))
+        child.start()
+        before, inside, during, after = queue.get(timeout=120)
+        child.join(timeout=60)
+    assert child.exitcode == 0
+    if method == "fork":
+        assert max(before) == 2  # inherited: the limit has something to do
+    assert before and inside == [1] * len(before) and during == inside
+    assert after == before
+
+
+@pytest.mark.parametrize(
+    "op_class",
+    [
+        GaussianLogDensity,
+        SparseSLELogDensity,
+        _embedding_ops._DenseSquaredDistances,
+        _embedding_ops._CrossSquaredDistances,
+        _bump_ops._BumpSquaredDistances,
+        _bump_ops._BumpEmbeddingGrad,
+    ],
+)
+def test_blas_heavy_ops_are_limited_in_workers(op_class):
+    assert op_class.perform.__wrapped__.__qualname__ == f"{op_class.__name__}.perform"
+
+
+def test_decorated_perform_still_computes():
+    cov, residual = pt.dmatrix("cov"), pt.dvector("residual")
+    value = GaussianLogDensity(with_gradients=False)(cov, residual)
+    value = value[0] if isinstance(value, list) else value
+    f = pytensor.function([cov, residual], value)
+    k = np.array([[2.0, 0.5], [0.5, 1.0]])
+    r = np.array([0.3, -0.2])
+    expected = -0.5 * r @ np.linalg.solve(k, r) - 0.5 * np.log(np.linalg.det(k)) - np.log(2 * np.pi)
+    np.testing.assert_allclose(f(k, r), expected, rtol=1e-12)
