@@ -155,15 +155,15 @@ BENCHMARKS: dict[str, Callable] = {
 _PRIOR_WARNINGS = ("The radius is capped",)
 
 
-def sle_model(bench: Benchmark, ctx: Context, offset: float, start: str = "mode"):
-    """The README recipe on one split (``start`` as for ``sle_priors``): returns (model, gp,
-    priors, the warning of the radius cap, or "")."""
+def sle_model(bench: Benchmark, ctx: Context, offset: float, **prior_options):
+    """The README recipe on one split (``prior_options`` for ``sle_priors``, e.g. ``start``):
+    returns (model, gp, priors, the warning of the radius cap, or "")."""
     D = ctx.landmark[bench.kind]
     rows = np.arange(ctx.n_train)
     with pm.Model() as model, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         priors = sle.sle_priors(D, rows, ctx.y_train - offset, inner=bench.inner,
-                                       start=start)  # fmt: skip
+                                **prior_options)  # fmt: skip
         cov = priors["eta"] ** 2 * sle.SLE(
             D, radius=priors["radius"], ls=priors["ls"], inner=bench.inner
         )

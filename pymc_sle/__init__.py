@@ -1,21 +1,31 @@
 """pymc_sle: Gaussian processes in PyMC on inputs that have a distance but no valid kernel.
 
-The package follows the pipeline, one subpackage a stage::
+``import pymc_sle as sle``: the names a modeller types are here, in PyMC's flat style --
+:class:`SLE` (the covariance), :class:`DistanceMatrix` and :class:`SparseDistanceMatrix`,
+:func:`sle_priors` and the bounds it builds on, :func:`sample_basins` and :func:`find_map`,
+:func:`exact_loo`, :func:`own_landmark_predictive` and the metrics. The subpackages hold the
+rest, one per stage of the data flow, each importing from the stages below it only::
 
-    distances/          raw inputs (meshes, images, strings) -> distances, parallel, resumable
-    distance_matrix.py  DistanceMatrix: validated distances, slicing, save / load
-    sparse_distance_matrix.py  SparseDistanceMatrix: only the distances below a cutoff
-    kernels/            bump -> landmark embedding -> SLE covariance (and the baselines)
-    gp/                 the marginal likelihood with an analytic gradient (gp.Marginal)
-    inference/          data-adaptive priors, multi-start MAP
-    evaluation/         metrics, PSD diagnostics, the fit-predict-score routine
-    datasets/           built-in data: 1-D benchmark, SAXS images, mesh targets
+    distances/    raw inputs (meshes, images, strings) -> DistanceMatrix / SparseDistanceMatrix:
+                  the builders, parallel and resumable, and the two validated distance types
+    kernels/      bump -> landmark embedding -> the SLE covariance; the baselines it is
+                  measured against; each Op with its C, NUMBA and JAX implementations
+    gp/           the marginal likelihood with an analytic gradient (gp.Marginal), dense and,
+                  in gp/_sparse/, through a sparse factorisation
+    inference/    bounds -> grid posterior -> search -> basins -> sampled scales -> the model
+                  step (sle_priors); MAP; the basin sampler
+    evaluation/   metrics, PSD diagnostics, exact LOO, the own-landmark predictive, and the
+                  fit-predict-score routine the demo and the benchmarks share
+    datasets/     built-in data: the 1-D benchmark, SAXS images, mesh fields, sequences
 
-and the applications built on it: ``plotting``, ``demo`` and the ``pymc-sle`` command (``cli``).
+below them the shared internals (``_linalg/``: the linear algebra with no GP in it; ``_backends``,
+``_validation``, ``_pymc_compat``: every use of PyMC's internals; ``_lazy``), and above them the
+applications: ``plotting``, ``demo`` and the ``pymc-sle`` command (``cli``). Modules whose name
+starts with ``_`` are private; a subpackage's ``__init__`` lists its public names.
 
 Everything is imported on first use (PEP 562): ``import pymc_sle as sle`` is cheap, and
-``sle.distances``, ``sle.SLE``, ``sle.priors``, ... load their modules when first touched, so the
-command line and the distance workers do not pay for importing PyMC.
+``sle.distances``, ``sle.SLE``, ... load their modules when first touched, so the command line
+and the distance workers do not pay for importing PyMC.
 """
 
 from __future__ import annotations
@@ -36,8 +46,8 @@ __version__ = "0.1.0"
 #: - PyTensor installed by pip finds no BLAS to link its C code to and says that operations
 #:   "will be severely degraded" (a warning), then, compiling its first matrix product, that it
 #:   uses "NumPy C-API based implementation for BLAS functions" (a log record). The SLE
-#:   likelihood calls LAPACK itself; a linked OpenBLAS made no difference to it
-#:   (``benchmarks/results/size_limits.md``; README, "How large?").
+#:   likelihood calls LAPACK itself, so a linked BLAS does not change its speed
+#:   (:doc:`/performance`).
 _QUIET = (
     (r"(?s)\s*ArviZ is undergoing a major refactor", FutureWarning),
     (r"PyTensor could not link to a BLAS installation", UserWarning),

@@ -5,8 +5,7 @@ their JAX implementations registered where JAX is installed.
 BLAS thread (its ``blas_cores="auto"``). It enforces that only when the children start by
 ``spawn`` or ``forkserver``: with ``fork`` (Linux's default before Python 3.14) PyMC applies no
 limit (pymc-devs/pymc#8044), so every chain's OpenBLAS keeps a thread per core and the chains
-spin against each other (``benchmarks/results/blas_threads.md``: the demo's model on 2 cores,
-2 chains, many times slower per leapfrog step).
+spin against each other (:doc:`/performance`, "One BLAS thread per chain").
 
 :func:`one_blas_thread_in_workers` wraps an Op's ``perform``: in a process that
 :mod:`multiprocessing` started (a sampler's chain, a pool worker) the call runs with one BLAS

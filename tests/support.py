@@ -88,6 +88,8 @@ def searched_priors(D, rows, y, *, reshape=None, policy=None, names=None, start=
     passes = Passes(problem, reshape)
     names = {"radius": "radius", "ls": "ls", "eta": "eta", "sigma": "sigma", **(names or {})}
     policy = DEFAULT_POLICY if policy is None else policy
+    if reshape is not None:  # a grid made to order has the coarse pass's axes: never widened
+        policy = dataclasses.replace(policy, widenings=0)
     return _compose(passes, policy, start, names, scale_ridges, cap_radius), passes
 
 

@@ -3,7 +3,7 @@
 For the model the README recommends -- ``sle_priors`` (LogNormal radius and length scale between
 data-adaptive bounds, HalfNormal signal and noise) and ``eta**2 * SLE(...)`` with a zero mean --
 the joint posterior of (radius, ls, eta, sigma) is evaluated on a full grid
-(:func:`pymc_sle.inference.grid_posterior`: one eigendecomposition per (radius, ls), every
+(``pymc_sle.inference.grid_posterior``: one eigendecomposition per (radius, ls), every
 (eta, sigma) from it), so its marginals are exact up to the grid's resolution. Per problem and
 training split it reports the radius basins and the mass each holds, the profile log likelihood
 over radius x ls, and the two degenerate regions: below the smallest training distance every

@@ -1,6 +1,6 @@
 r"""The eigenvalues of a symmetric matrix and one vector's coordinates in its eigenbasis.
 
-The grid posterior (:mod:`pymc_sle.inference._grid`) needs, for each kernel matrix
+The grid posterior (``pymc_sle.inference._grid``) needs, for each kernel matrix
 :math:`C = U \operatorname{diag}(\lambda) U^\top`, only :math:`\lambda` and :math:`z = U^\top y`
 for the one vector :math:`y` -- never :math:`U` itself. A full eigendecomposition (``eigh``)
 spends more than half its time on :math:`U`. Here:

@@ -194,13 +194,12 @@ def fit_and_score(
     """Sample ``model`` with NUTS, predict ``y_test`` at ``X_test`` and score the prediction.
 
     Sampling runs with one BLAS thread per process: parallel chains each start a BLAS thread
-    pool otherwise, and on a small machine they fight over the cores
-    (``benchmarks/results/blas_threads.md``). The prediction adds ``y_test`` (with noise) and,
-    with ``latent=True``, the noise-free ``f_test`` to the posterior predictive, drawn from the
-    marginals of ``gp.conditional`` at each test point: every score (and every predictive band)
-    reads one point at a time, and joint draws would factorise an ``n_test x n_test``
-    covariance per posterior draw (half an hour for the bunny's 5,000 test vertices and 500
-    draws). Use ``gp.conditional`` yourself for correlated draws.
+    pool otherwise, and on a small machine they fight over the cores (:doc:`/performance`). The
+    prediction adds ``y_test`` (with noise) and, with ``latent=True``, the noise-free ``f_test``
+    to the posterior predictive, drawn from the marginals of ``gp.conditional`` at each test
+    point: every score (and every predictive band) reads one point at a time, and joint draws
+    would factorise an ``n_test x n_test`` covariance per posterior draw, which costs hours at
+    thousands of test points. Use ``gp.conditional`` yourself for correlated draws.
 
     Parameters
     ----------

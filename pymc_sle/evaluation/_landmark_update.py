@@ -5,7 +5,7 @@ training points its bump reaches: ``C' = C + E`` there. Where ``2k`` (``k = |K|`
 :func:`low_rank_change` updates the fitted inverse at rank ``2k``; elsewhere
 :func:`refactorised_change` factorises ``C'`` anew. Both return the change of the predictive
 mean and variance and the log importance ratio of the point's draws
-(:mod:`pymc_sle.evaluation._new_points` has the derivation).
+(``pymc_sle.evaluation._new_points`` has the derivation).
 """
 
 from __future__ import annotations

@@ -215,7 +215,7 @@ def exact_loo(
 ) -> ExactLOO:
     r"""Exact leave-one-out predictive densities and PIT of a marginal GP at every posterior draw.
 
-    The formulas are in :mod:`pymc_sle.evaluation._loo`. Costs one inversion of the ``n x n``
+    The formulas are in ``pymc_sle.evaluation._loo``. Costs one inversion of the ``n x n``
     training covariance per posterior draw (``own_landmark="keep"``), or one Cholesky
     factorisation per observation and draw (``"drop"``): thin ``idata`` first for long runs,
     e.g. ``idata.sel(draw=slice(None, None, 10))``.

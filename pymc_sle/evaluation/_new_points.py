@@ -5,8 +5,7 @@ training point is its own landmark: its embedding has a coordinate equal to the 
 amplitude that no other point shares. That coordinate acts like a nugget in the training
 covariance, and the hyperparameters are fitted with it; a new point has no such coordinate, so
 ``gp.conditional`` predicts it more confidently than the model predicted its own training
-points (``docs/how-to/calibration.md``: on the SAXS benchmark, 95 % intervals covering 0.81 of
-the test images).
+points (:doc:`/how-to/calibration` measures how much).
 
 :func:`own_landmark_predictive` predicts each new point :math:`x_*` by the SLE whose landmarks
 are the fitted ones plus :math:`x_*` itself -- the same kernel (the paper's Eq. 5-7), so a new
@@ -329,7 +328,7 @@ def own_landmark_predictive(
 ) -> OwnLandmarkPredictive:
     """The predictive of new points with each its own landmark, as every training point is.
 
-    The formulas are in :mod:`pymc_sle.evaluation._new_points`. A covariance without landmark
+    The formulas are in ``pymc_sle.evaluation._new_points``. A covariance without landmark
     kernels (a Matérn), an SLE whose landmarks are apart from the training points (no point is
     its own landmark) and a new point that already is a landmark keep the fitted covariance:
     their predictive is ``gp.conditional``'s marginal, averaged over the draws, so one call

@@ -363,7 +363,7 @@ def scale_frames(grid, basins, name: str, inner: Transform, ridge=None):
     """``(means, sds)`` of :class:`InBasin` for ``name`` (``ls``, ``eta``, ``sigma``) and
     ``basins`` (the start's first): the moments, in ``inner``'s coordinate, of the grid's
     ``(radius, name)`` cells in each basin, relative to ``ridge`` (a
-    :class:`~pymc_sle.inference._transforms.Ridge`) if given."""
+    ``Ridge``) if given."""
     log_theta = np.log(getattr(grid, name))[None, :]
     if ridge is not None:
         log_theta = log_theta - ridge.numpy(np.log(grid.radius))[:, None]

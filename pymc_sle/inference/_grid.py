@@ -151,7 +151,7 @@ class GridPosterior:
 
     def radius_modes(self, min_mass: float = 0.01, barrier: float = 0.0) -> list[Basin]:
         """The basins of the radius's marginal posterior holding at least ``min_mass``, in
-        radius order (:func:`~pymc_sle.inference._basins.radius_modes`).
+        radius order (``radius_modes``).
 
         A basin runs between two local minima of the marginal density; its mode is its highest
         cell. Neighbouring basins whose dividing minimum lies less than ``barrier`` nats below
@@ -347,7 +347,7 @@ def grid_on_block(
     with the bounds already computed. ``spectra``, if given, maps each ``(radius, ls)`` cell's
     values to its eigenvalues and coordinates of ``y``, and is filled in: a later pass over
     cells of the same values decomposes nothing again. Its owner keeps it to one ``block``,
-    ``y`` and inner kernel (:class:`pymc_sle.inference._search.SearchProblem`)."""
+    ``y`` and inner kernel (``pymc_sle.inference._search.SearchProblem``)."""
     scale = float(np.std(y))
     radius_prior = lognormal_between(*bounds.radius, mass)
     ls_prior = lognormal_between(*bounds.ls, mass)

@@ -2,7 +2,7 @@
 NUTS samples them in.
 
 :func:`sle_priors` validates the training data once
-(:func:`~pymc_sle.inference._bounds.training_data`), then runs the pipeline: the search problem
+(``training_data``), then runs the pipeline: the search problem
 and its grid passes (``_search``), the plan of the scale each variable is sampled on
 (``_scales``), and one step that adds the variables to the PyMC model. :func:`scale_priors`
 gives the signal and noise priors alone, for any GP.
@@ -233,9 +233,9 @@ def sle_priors(
         posterior has not fallen off by the cutoff. Dense distances ignore it (the grid uses
         every point).
     policy : SearchPolicy, optional
-        The constants of the search -- grid sizes, basin barriers, masses -- with the
-        measurements behind each (default :data:`DEFAULT_POLICY`). The benchmarks validated the
-        defaults together; change one only to study it.
+        The constants of the search -- grid sizes, basin barriers, masses (default
+        :data:`~pymc_sle.inference.DEFAULT_POLICY`). The benchmarks validated the defaults
+        together; change one only to study it.
 
     Returns
     -------
@@ -252,7 +252,7 @@ def sle_priors(
         :func:`suggest_bounds`).
     TypeError
         If ``scale_ridges`` or ``cap_radius`` is not a bool, or ``policy`` not a
-        :class:`SearchPolicy`.
+        :class:`~pymc_sle.inference.SearchPolicy`.
 
     Examples
     --------

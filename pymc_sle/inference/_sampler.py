@@ -2,7 +2,7 @@ r"""Sample a radius posterior with several basins: NUTS in each, pooled by the b
 
 The SLE radius posterior can have basins separated by dips that NUTS crosses too rarely to mix
 within a run (:doc:`/hyperposterior`). Cut the radius axis at the dips into intervals
-:math:`B_b` (at :func:`~pymc_sle.inference._basins.cuts`); then exactly
+:math:`B_b` (at ``cuts``); then exactly
 
 .. math::
 
@@ -118,9 +118,8 @@ def _pool(
 
 def _blas_limit(chains: int, sample_kwargs: dict):
     """One BLAS thread per process while several chains run at once: otherwise every chain's
-    BLAS starts a thread per core and the chains fight over the cores (the demo's model: 17x
-    slower per leapfrog step on 2 cores, ``benchmarks/results/blas_threads.md``). A single
-    chain at a time keeps the caller's BLAS threads."""
+    BLAS starts a thread per core and the chains fight over the cores (:doc:`/performance`). A
+    single chain at a time keeps the caller's BLAS threads."""
     cores = sample_kwargs.get("cores") or min(4, os.cpu_count() or 1)
     threaded = sample_kwargs.get("nuts_sampler", "pymc") != "pymc"  # chains as threads
     if chains > 1 and (cores > 1 or threaded):
@@ -130,7 +129,7 @@ def _blas_limit(chains: int, sample_kwargs: dict):
 
 def _intervals(basins: list[Basin], meeting: list[float], transform) -> list[tuple]:
     """Each of ``basins`` (sorted by radius) as an interval of the radius's value in
-    ``transform``'s space, between their :func:`~pymc_sle.inference._basins.cuts`; the outer ends
+    ``transform``'s space, between their ``cuts``; the outer ends
     are open (``None``)."""
 
     def forward(radius: float) -> float:

@@ -1,6 +1,6 @@
 """What the grid search means for the model: the scale NUTS samples each variable on.
 
-:func:`plan` turns a :class:`~pymc_sle.inference._search.SearchResult` into a
+:func:`plan` turns a ``SearchResult`` into a
 :class:`ReparamPlan` -- plain numbers and transforms, no PyMC model -- that
 :func:`~pymc_sle.sle_priors` then adds to the model in one step (:doc:`/hyperposterior`
 explains each choice and links the measurement behind it):
@@ -8,7 +8,7 @@ explains each choice and links the measurement behind it):
 - the radius on the grid's quantile scale (capped below the next basin up when the mass above
   is small enough), or, across basins behind deep dips, on a log scale centred at the coarse
   grid's mode, where the quantile scale would squeeze each dip into a trench;
-- ``ls`` relative to its ridge given the radius (:class:`~pymc_sle.inference._transforms.OnRidge`);
+- ``ls`` relative to its ridge given the radius (``OnRidge``);
   ``eta`` and ``sigma`` too where the radius is on its quantile scale and ``scale_ridges`` is
   set, on floored ridges;
 - the noise on its quantile scale where it reaches zero; every other scale on a log scale
@@ -51,7 +51,7 @@ class ReparamPlan:
     ----------
     ridges : dict
         ``{name: Ridge}`` of the variables sampled relative to their ridge given the radius
-        (their transform an :class:`~pymc_sle.inference._transforms.OnRidge`).
+        (their transform an ``OnRidge``).
     scales : dict
         ``{name: Scale}`` for ``radius``, ``ls``, ``eta`` and ``sigma``.
     radius_cap : float or None
@@ -68,8 +68,8 @@ class ReparamPlan:
         What the modeller must know: a capped radius, a radius posterior reaching the cutoff.
     framed : tuple
         The transforms that read a basin label (``pymc_sle.inference._basins``): the radius's
-        :class:`~pymc_sle.inference._basins.BasinJump`, then the others'
-        :class:`~pymc_sle.inference._basins.InBasin`; empty without basins to jump between.
+        ``BasinJump``, then the others'
+        ``InBasin``; empty without basins to jump between.
     """
 
     ridges: dict

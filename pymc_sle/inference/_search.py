@@ -79,6 +79,13 @@ class SearchPolicy:
     min_basin_mass : float
         The smallest basin :func:`~pymc_sle.sample_basins` samples by default; lighter basins
         above the start's are cut off by the radius cap when together they hold less.
+    edge_mass : float
+        The coarse pass holds the posterior: an axis whose end cell holds more than this share
+        of its marginal is widened beyond that end, by a quarter of its cells at its own
+        spacing, and the pass repeated, up to ``widenings`` times (the radius never beyond the
+        distances' cutoff).
+    widenings : int
+        The most times the coarse pass is widened.
     """
 
     start_grid: dict = field(default_factory=lambda: {"n_radius": 32, "n_ls": 24, "n_scale": 16})
@@ -93,9 +100,11 @@ class SearchPolicy:
     shoulder_barrier: float = 1.5
     shoulder_mass: float = 0.05
     min_basin_mass: float = 0.005
+    edge_mass: float = 1e-3
+    widenings: int = 6
 
     def basins(self, grid: GridPosterior) -> list[Basin]:
-        """The grid's radius basins and shoulders (:func:`~pymc_sle.inference._basins.find_basins`
+        """The grid's radius basins and shoulders (``find_basins``
         with this policy's barriers)."""
         return find_basins(grid, self.basin_barrier, self.shoulder_barrier, self.shoulder_mass)
 
@@ -126,7 +135,7 @@ class SearchProblem:
         What the model's SLE reads: ``distances`` (the whole matrix), ``landmarks`` (its
         columns), ``inner``, ``inner_kwargs``.
     y_scale : float
-        The scale of all the observations (:func:`~pymc_sle.inference._bounds.target_scale`):
+        The scale of all the observations (``target_scale``):
         the scale of the HalfNormal priors of ``eta`` and ``sigma``.
     cutoff : float or None
         Sparse distances' cutoff: the radius axis ends there, and so does the radius prior.
@@ -221,7 +230,7 @@ def search(
 ) -> SearchResult:
     """The passes of the grid search (module docstring); ``zoom=False`` never zooms (an
     uncapped map needs the whole fine grid)."""
-    coarse = problem.grid(**policy.start_grid)
+    coarse, scales = _covering_pass(problem, policy)  # scales: eta and sigma where widened
     sampled = coarse.radius_modes(min_mass=policy.unreached_mass, barrier=policy.basin_barrier)
 
     def over_mass(name: str, cells: int) -> np.ndarray:
@@ -232,7 +241,7 @@ def search(
     noise_at_zero = _noise_reaches_zero(coarse, policy)
     if noise_at_zero:
         axes["sigma"] = np.geomspace(coarse.sigma[0], coarse.sigma[-1], policy.fine_noise)
-    grid = problem.grid(**axes, n_scale=policy.start_grid["n_scale"])
+    grid = problem.grid(**(scales | axes), n_scale=policy.start_grid["n_scale"])
     basins = policy.basins(grid)
     if sum(b.mass >= policy.min_basin_mass for b in basins) > 1:  # they weigh the pooled draws
         scales = {name: over_mass(name, policy.weighing_scales) for name in ("eta", "sigma")}
@@ -247,7 +256,7 @@ def search(
     narrower = span != (grid.radius[0], grid.radius[-1])
     zoomed = None
     if zoom and on_quantiles and narrower and _cells_per_sd(grid, start) < policy.map_cells:
-        zoom_axes = {**axes, "radius": np.geomspace(*span, policy.fine_grid["n_radius"])}
+        zoom_axes = {**scales, **axes, "radius": np.geomspace(*span, policy.fine_grid["n_radius"])}
         zoomed = problem.grid(**zoom_axes, n_scale=policy.start_grid["n_scale"])
     reported = [
         b for b in sorted(basins, key=lambda b: -b.mass) if b.mass >= policy.unreached_mass / 10
@@ -313,6 +322,37 @@ def _noise_reaches_zero(grid: GridPosterior, policy: SearchPolicy) -> bool:
     marginal = grid.marginal("sigma")
     median = grid.sigma[np.searchsorted(np.cumsum(marginal), 0.5)]
     return float(marginal[grid.sigma < median / 10].sum()) >= policy.noise_at_zero
+
+
+def _covering_pass(problem: SearchProblem, policy: SearchPolicy) -> tuple[GridPosterior, dict]:
+    """The coarse pass over the priors' ranges, each axis widened beyond an end whose cell holds
+    more than ``edge_mass`` of its marginal (``SearchPolicy.edge_mass``): the passes after it
+    look only where it found mass, so it must hold the posterior. Cells keep their spacing in
+    the log; the radius stops at the distances' cutoff. Returns the grid and its ``eta`` and
+    ``sigma`` axes where they were widened (the later passes' default axes otherwise)."""
+    grid = problem.grid(**policy.start_grid)
+    scales = {}
+    for _ in range(policy.widenings):
+        axes, widened = {}, False
+        for name in ("radius", "ls", "eta", "sigma"):
+            axis, marginal = getattr(grid, name), grid.marginal(name)
+            step = float(np.log(axis[1] / axis[0]))
+            extra = max(axis.size // 4, 1)
+            low = extra if marginal[0] > policy.edge_mass else 0
+            high = extra if marginal[-1] > policy.edge_mass else 0
+            if name == "radius" and problem.cutoff is not None:
+                room = np.log(problem.cutoff / axis[-1]) / step
+                high = min(high, int(np.floor(room + 1e-9)))
+            log_axis = np.log(axis[0]) + step * np.arange(-low, axis.size + high)
+            axes[name] = axis if low == high == 0 else np.exp(log_axis)
+            if low or high:
+                widened = True
+                if name in ("eta", "sigma"):
+                    scales[name] = axes[name]
+        if not widened:
+            break
+        grid = problem.grid(**axes)
+    return grid, scales
 
 
 def _holding_mode(grid: GridPosterior, basins: list[Basin]) -> Basin:

@@ -8,11 +8,9 @@ obstacles for NUTS (``docs/hyperposterior.md``):
 - ``log ls`` follows ``log radius`` along a curved ridge: flat while bumps reach few neighbours,
   falling like :math:`-2 \log r` once they cover everything (embedding distances shrink like
   :math:`1/r^2`). ``log eta`` and ``log sigma`` bend with it near the small-radius wall: as
-  bumps lose their nearest neighbours, the noise and the signal grow. On the strings
-  benchmark's split 0 the grid's conditional means of ``log sigma`` and ``log eta`` rise by 0.8
-  and 0.3 between :math:`u = -3` and :math:`u = -4.5` on the radius's quantile scale (below); at
-  fixed ``eta`` and ``sigma`` the log density falls by about 100 nats over that stretch, and most
-  divergent trajectories left from it (``sle_priors``'s ``scale_ridges``).
+  bumps lose their nearest neighbours, the noise and the signal grow, and at fixed ``eta`` and
+  ``sigma`` the log density falls steeply there (``sle_priors``'s ``scale_ridges``;
+  :doc:`/hyperposterior` has the measurements).
 
 Neither is fixed by a mass matrix, which is linear. Both are undone by maps read off the grid,
 each a smooth bijection, so the prior and the posterior are exactly those of the model:
@@ -310,9 +308,9 @@ class Ridge(Hermite):
     function of :math:`\log r`; :attr:`spread` is the conditional standard deviation of
     :math:`\log \theta` at each grid radius.
 
-    The conditional mean, not the mode: on Teddy the conditional of :math:`\log ls` has two
-    modes whose weights trade places within the radius posterior, and a ridge following the
-    higher one jumps between them. The mean moves continuously. The grid's cells of
+    The conditional mean, not the mode: where the conditional of :math:`\log ls` has two modes
+    whose weights trade places within the radius posterior, a ridge following the higher one
+    jumps between them. The mean moves continuously. The grid's cells of
     :math:`\theta` must be narrower than the conditional spread, or the mean snaps from cell to
     cell.
 

@@ -1,4 +1,4 @@
-r"""The numba loops of the bump embedding on its support (:mod:`pymc_sle.kernels._bump_ops`).
+r"""The numba loops of the bump embedding on its support (``pymc_sle.kernels._bump_ops``).
 
 The bump (paper Eq. 5; ``pymc_sle.bump``) is ``phi_ik = a_k exp(beta_k - beta_k w_ik)`` with
 ``w = 1 / (1 - u)``, ``u = (d_ik / r_k)**2``, where ``u < 1``, else 0. With ``b = phi_ik``, its

@@ -6,11 +6,11 @@ the distance block :math:`D` and the bump parameters, finds the support :math:`(
 -- from every column's distances sorted once when :math:`D` is constant (the support is a prefix of
 each; the work is proportional to the support), by a scan otherwise. When at most ``max_fill`` of
 :math:`\Phi` is non-zero, it evaluates the bump on the support only and takes the sparse kernels of
-:mod:`pymc_sle.kernels._embedding_ops`; otherwise it evaluates the bump element-wise on the whole
+``pymc_sle.kernels._embedding_ops``; otherwise it evaluates the bump element-wise on the whole
 block and takes the dense ones. It returns the support (or the dense :math:`\Phi`) with
 :math:`\Delta`, and its gradient Ops take it from there, on the same branch: the exact chain rule
 through the bump, whose derivatives vanish outside the support (see
-:mod:`pymc_sle.kernels._bump_loops`). Nothing of size :math:`n \times m` is built on the sparse
+``pymc_sle.kernels._bump_loops``). Nothing of size :math:`n \times m` is built on the sparse
 branch except when the gradient with respect to :math:`D` itself is asked for.
 """
 

@@ -1,6 +1,6 @@
 """Landmark embeddings and the distances between them, in numpy.
 
-The covariances compute these in PyTensor (:mod:`pymc_sle.kernels._embedding_ops`); these are
+The covariances compute these in PyTensor (``pymc_sle.kernels._embedding_ops``); these are
 the same quantities for analysis, priors and benchmarks: what the kernel sees of the data.
 """
 

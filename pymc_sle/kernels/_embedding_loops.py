@@ -1,6 +1,6 @@
-r"""The numba loops behind :mod:`pymc_sle.kernels._embedding_ops`: squared distances between the
+r"""The numba loops behind ``pymc_sle.kernels._embedding_ops``: squared distances between the
 rows of embeddings, dense, sparse (stored by column) and across two embeddings, and their
-gradients (the bump embedding's loops: :mod:`pymc_sle.kernels._bump_loops`).
+gradients (the bump embedding's loops: ``pymc_sle.kernels._bump_loops``).
 
 **Accuracy.** The bulk of :math:`\Delta_{ij} = \lVert \phi_i - \phi_j \rVert^2` comes from the
 expansion :math:`\nu_i + \nu_j - 2\,\phi_i \cdot \phi_j` (one matrix product), which loses its

@@ -17,17 +17,17 @@ and :math:`s = S\mathbf 1`,
 one :math:`n^2 m` product, where differentiating ``dot(phi, phi.T)`` generically costs two.
 Every forward computes :math:`\Delta` so that it is non-negative and accurate where embeddings
 nearly coincide (column means subtracted, cancelled entries recomputed from differences; see
-:mod:`pymc_sle.kernels._embedding_loops`), so the kernel matrix is PSD in floating point too.
+``pymc_sle.kernels._embedding_loops``), so the kernel matrix is PSD in floating point too.
 
 **Dense** (:func:`dense_squared_distances`): one ``phi @ phi.T`` forward (numba kernel on the C
 and NUMBA backends, ``jax.numpy`` on JAX) whose gradient is that expression in PyTensor ops.
 
-**Bump** (:mod:`pymc_sle.kernels._bump_ops`): the bump embedding on its support found at run
+**Bump** (``pymc_sle.kernels._bump_ops``): the bump embedding on its support found at run
 time, whatever the radius prior. Where that support is small, the embedding is stored by
 landmark (column ``k`` has rows :math:`R_k`), and both :math:`\Phi\Phi^\top` and :math:`S\Phi`
 cost :math:`\sum_k |R_k|^2 = n\,\bar s^2` multiply-adds for a square problem (:math:`\bar s`
 the mean non-zeros per row) instead of :math:`n^2 m` (the sparse loops of
-:mod:`pymc_sle.kernels._embedding_loops`); elsewhere it takes the dense kernels above.
+``pymc_sle.kernels._embedding_loops``); elsewhere it takes the dense kernels above.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from pymc_sle.kernels._landmark import LandmarkCovariance
 __all__ = ["SLE", "SPARSE_FILL_THRESHOLD"]
 
 #: ``embedding="auto"`` takes sparse products when at most this fraction of the training
-#: embedding is non-zero at the current parameters (``benchmarks/results/performance.md``
+#: embedding is non-zero at the current parameters (:doc:`/performance`
 #: measures the crossover).
 SPARSE_FILL_THRESHOLD = 0.1
 
@@ -70,8 +70,7 @@ def _is_random(value) -> bool:
 def _check_searched_inner(radius, inner: type, inner_kwargs: dict) -> None:
     """Refuse a radius from :func:`~pymc_sle.sle_priors` in an SLE whose inner
     kernel is not the one its grid searched: the priors' scales, start and basins would be
-    another model's (on Teddy, a Matérn-3/2 grid for a Matérn-5/2 model put 61 % of the mass in
-    the basin holding 2.5 %)."""
+    another model's, whose basins can hold very different masses (:doc:`/hyperposterior`)."""
     searched = getattr(getattr(radius, "tag", None), "searched_inner", None)
     if searched is None or searched == (inner, inner_kwargs):
         return

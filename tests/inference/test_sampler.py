@@ -350,7 +350,7 @@ def test_a_basin_too_light_to_sample_adds_its_mass_to_the_interval_holding_it():
 
 
 def test_sle_model_with_two_basins_samples_each_inside_its_interval():
-    """The README recipe on data whose radius posterior has two basins (85 % and 15 %): the
+    """The README recipe on data whose radius posterior has two basins (76 % and 24 %): the
     model copies confine the chains (the radius's centred log transform, initial values set)."""
     x = np.sort(np.random.default_rng(2).uniform(size=30))
     D = np.abs(x[:, None] - x[None, :])
@@ -360,7 +360,7 @@ def test_sle_model_with_two_basins_samples_each_inside_its_interval():
         gp = sle.gp.Marginal(cov_func=cov)
         gp.marginal_likelihood("y", X=np.arange(30)[:, None], y=np.sin(6 * x),
                                sigma=priors["sigma"])  # fmt: skip
-    assert [round(b.mass, 2) for b in priors.basins] == [0.85, 0.15]
+    assert [round(b.mass, 2) for b in priors.basins] == [0.76, 0.24]
     sample = {**SAMPLE, "draws": 40, "tune": 40}
     pooled = sample_basins(priors, random_seed=1, model=model, **sample)
     diagnostics = basin_diagnostics(pooled)

@@ -22,6 +22,7 @@ from pymc_sle.inference import DEFAULT_POLICY, Basin, grid_posterior
 from pymc_sle.inference._bounds import training_data
 from pymc_sle.inference._search import (
     _cells_per_sd,
+    _covering_pass,
     _holding_mode,
     _noise_reaches_zero,
     subsample,
@@ -272,7 +273,7 @@ def test_a_coarse_start_basin_gets_its_radius_map_from_a_zoomed_grid(cells, cap_
     D, y = sine_on_a_line(
         n=30, seed=1
     )  # the start basin's mass range is narrower than the fine grid's
-    policy = dataclasses.replace(DEFAULT_POLICY, map_cells=cells)
+    policy = dataclasses.replace(DEFAULT_POLICY, map_cells=cells, widenings=0)
     with pm.Model() as model:
         priors, passes = searched_priors(D, np.arange(y.size), y, policy=policy,
                                          cap_radius=cap_radius)  # fmt: skip
@@ -296,3 +297,56 @@ def test_a_coarse_start_basin_gets_its_radius_map_from_a_zoomed_grid(cells, cap_
     np.testing.assert_allclose(radius._g.values, expected._g.values, rtol=1e-12)
     assert priors.scales["radius"] == "capped quantile, zoomed"
     assert np.isfinite(model.compile_logp()(model.initial_point()))
+
+
+def _toy_problem():
+    """30 points of sin(6 x), noiseless: the coarse pass over the priors' ranges ends inside the
+    posterior of the noise (towards 0), of ``ls`` and of the radius (towards large values)."""
+    x = np.sort(np.random.default_rng(2).uniform(size=30))
+    return search_problem(np.abs(x[:, None] - x[None, :]), np.sin(6 * x))
+
+
+def test_the_coarse_pass_is_widened_until_its_end_cells_hold_no_mass():
+    problem = _toy_problem()
+    plain = problem.grid(**DEFAULT_POLICY.start_grid)
+    assert plain.marginal("sigma")[0] > 0.5 and plain.marginal("ls")[-1] > 0.1  # the premise
+    grid, scales = _covering_pass(problem, DEFAULT_POLICY)
+    for name in ("radius", "ls", "eta", "sigma"):
+        marginal, axis, before = grid.marginal(name), getattr(grid, name), getattr(plain, name)
+        assert max(marginal[0], marginal[-1]) <= DEFAULT_POLICY.edge_mass, name
+        # the same cells, more of them at the same spacing in the log
+        np.testing.assert_allclose(np.diff(np.log(axis)), np.log(before[1] / before[0]))
+        start = int(np.argmin(np.abs(axis - before[0])))
+        np.testing.assert_allclose(axis[start : start + before.size], before, rtol=1e-12)
+    assert set(scales) == {"eta", "sigma"}  # the later passes take the widened scale axes
+    np.testing.assert_array_equal(scales["sigma"], grid.sigma)
+
+
+def test_the_radius_is_widened_up_to_the_cutoff_only():
+    problem = _toy_problem()
+    plain = problem.grid(**DEFAULT_POLICY.start_grid)
+    assert plain.marginal("radius")[-1] > DEFAULT_POLICY.edge_mass  # the premise
+    step = np.log(plain.radius[1] / plain.radius[0])
+    cutoff = float(plain.radius[-1] * np.exp(2.5 * step))  # room for two more cells
+    bounded = dataclasses.replace(problem, cutoff=cutoff, spectra={})
+    grid, _ = _covering_pass(bounded, DEFAULT_POLICY)
+    assert grid.radius.size == bounded.grid(**DEFAULT_POLICY.start_grid).radius.size + 2
+    assert grid.radius[-1] <= cutoff
+
+
+def test_a_coarse_pass_that_holds_the_posterior_is_kept_as_it_is():
+    """Where no end cell holds ``edge_mass``, the coarse pass is the one over the priors'
+    ranges, its values unchanged."""
+    problem = _toy_problem()
+    plain = problem.grid(**DEFAULT_POLICY.start_grid)
+    edge = max(max(plain.marginal(k)[[0, -1]]) for k in ("radius", "ls", "eta", "sigma"))
+    grid, scales = _covering_pass(problem, dataclasses.replace(DEFAULT_POLICY, edge_mass=edge))
+    assert scales == {}
+    np.testing.assert_array_equal(grid.log_density, plain.log_density)
+
+
+def test_no_widening_is_the_pass_over_the_priors_ranges():
+    problem = _toy_problem()
+    grid, scales = _covering_pass(problem, dataclasses.replace(DEFAULT_POLICY, widenings=0))
+    assert scales == {}
+    np.testing.assert_array_equal(grid.radius, problem.grid(**DEFAULT_POLICY.start_grid).radius)

@@ -92,9 +92,7 @@ def _numba_sparse_sle(op, node=None, **kwargs):
     """The NUMBA backend (nutpie) calls ``perform`` in object mode: the work is one sparse
     factorisation per call, so the Python round trip costs nothing measurable. Object mode
     holds the GIL, but the compiled kernels ``perform`` calls release it (``nogil=True``), so
-    nutpie's chains, threads of one process, run them in parallel: two threads evaluated the
-    N = 5,000 bunny model's gradient 2.25x as often as one, against 1.17x with the GIL held
-    (one BLAS thread each, as ``sle.sample_basins`` runs nutpie)."""
+    nutpie's chains, threads of one process, run them in parallel (:doc:`/performance`)."""
     from pytensor.link.numba.dispatch.basic import get_numba_type
 
     signature = numba.types.Tuple([get_numba_type(output.type) for output in node.outputs])
