@@ -21,11 +21,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the CI-sized demo (--quick)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "demo")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     arguments = ["demo", "--quiet", "--out", str(args.out), *(["--quick"] if args.quick else [])]
     run = subprocess.run(

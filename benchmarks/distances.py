@@ -224,14 +224,14 @@ def markdown(results: dict) -> str:
     return "\n".join([*lines, ""])
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mesh", type=Path, default=DEFAULT_MESH)
     parser.add_argument("--quick", action="store_true", help="tiny sizes, to check the script")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--section", choices=SECTIONS, action="append",
                         help="rerun these sections only; the others' results are kept")  # fmt: skip
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     quick = args.quick
     stem = "distances_quick" if quick else "distances"
     path = args.out / f"{stem}.json"

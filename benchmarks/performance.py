@@ -233,7 +233,7 @@ def add_ratios(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small N, few repetitions (CI)")
     parser.add_argument(
@@ -247,7 +247,7 @@ def main() -> None:
         help="rewrite the markdown summary from the existing .csv and .json, measuring nothing",
     )
     parser.add_argument("--out", type=Path, default=HERE / "results")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     stem = "performance_quick" if args.quick else "performance"
     if args.summary_only:
         meta = json.loads((args.out / f"{stem}.json").read_text())["meta"]

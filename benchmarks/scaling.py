@@ -331,7 +331,7 @@ def _here(function: str, *args) -> dict:
 SECTIONS = ("sizes", "map", "nuts")
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes on an icosphere")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -352,7 +352,7 @@ def main() -> None:
         default="nutpie",
         help="the nuts section's sampler (--quick: PyMC's, which compiles nothing with numba)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     stem = "scaling_quick" if args.quick else "scaling"
     path = args.out / f"{stem}.json"
     sections = args.section or SECTIONS

@@ -211,11 +211,11 @@ def summary(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few iterations")
     parser.add_argument("--out", type=Path, default=HERE / "results")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sizes, blas_sizes, iterations, reps, rounds = (
         ((30,), (40,), 5, 2, 1) if args.quick else ((100, 200, 400, 800), (400, 800), 150, 20, 3)
     )

@@ -174,12 +174,12 @@ def summary(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="an icosphere, small sizes")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--per-bump", type=float, nargs="+", default=[32.0, 128.0])
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     mesh = "bunny" if BUNNY.exists() else "icosphere-6"
     if args.quick:
         mesh, n, sizes, cells, seeds, scale = "icosphere-4", 300, (100,), 6, (0,), (1_500, 200)

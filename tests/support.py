@@ -3,8 +3,13 @@ built to order, the backends the fast paths run on, and running scripts as a use
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib
 import importlib.util
+import io
+import os
+import runpy
 import subprocess
 import sys
 import warnings
@@ -114,16 +119,45 @@ def _run(command: list[str], cwd: Path | None) -> subprocess.CompletedProcess:
     return result
 
 
-def run_script(script: Path, *args, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run a script (an example) with this interpreter, as a user would; fail the test with the
-    end of its stderr when it exits non-zero."""
-    return _run([sys.executable, str(script), *map(str, args)], cwd)
+@contextlib.contextmanager
+def _as_main(argv: list[str], cwd: Path | None):
+    """``sys.argv`` and the working directory of a script run in this process, restored after
+    it, with what it prints captured (``.getvalue()``)."""
+    saved_argv, saved_cwd, out = sys.argv, os.getcwd(), io.StringIO()
+    sys.argv = argv
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), warnings.catch_warnings():
+            yield out
+    finally:
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
 
 
-def run_module(module: str, *args) -> subprocess.CompletedProcess:
-    """Run a benchmark module (``python -m benchmarks....``) from the repository root, as the
-    README says to; fail the test with the end of its stderr when it exits non-zero."""
-    return _run([sys.executable, "-m", module, *map(str, args)], ROOT)
+def run_script(script: Path, *args, cwd: Path | None = None, subprocess_run: bool = False):
+    """Run a script (an example) as ``python script args``: in this process (the default: the
+    imports and compiled kernels it shares with the suite are not paid for again), or with
+    ``subprocess_run`` in a new interpreter, as a user would. Returns what it printed as
+    ``.stdout``; a failure fails the test."""
+    argv = [str(script), *map(str, args)]
+    if subprocess_run:
+        return _run([sys.executable, *argv], cwd)
+    with _as_main(argv, cwd) as out:
+        runpy.run_path(str(script), run_name="__main__")
+    return subprocess.CompletedProcess(argv, 0, out.getvalue(), "")
+
+
+def run_module(module: str, *args, subprocess_run: bool = False):
+    """Run a benchmark module as ``python -m module args`` from the repository root: its
+    ``main(args)`` in this process (the default), or with ``subprocess_run`` in a new
+    interpreter, as the README says to. Returns what it printed as ``.stdout``."""
+    argv = [*map(str, args)]
+    if subprocess_run:
+        return _run([sys.executable, "-m", module, *argv], ROOT)
+    with _as_main([module, *argv], ROOT) as out:
+        importlib.import_module(module).main(argv)
+    return subprocess.CompletedProcess([module, *argv], 0, out.getvalue(), "")
 
 
 #: The PyTensor backends the fast paths are tested on.

@@ -16,6 +16,8 @@ Run:  `python -m benchmarks.paper.one_d [--quick] [--draws 30] [--nuts-draws 5] 
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from benchmarks.paper.models import (
@@ -28,6 +30,8 @@ from benchmarks.paper.problem import Problem
 from benchmarks.paper.runner import experiment, parser
 from pymc_sle.datasets import one_dimensional_truth
 
+#: The title of the experiment's tables.
+TITLE = "1-D benchmark (paper Figure 1 setting)"
 TABLE_SIZES = (25, 50, 100)
 NUTS_MODELS = ("SLE", "Matern")
 
@@ -57,16 +61,8 @@ def specs() -> list:
 
 def main(argv=None) -> None:
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
-    experiment(
-        args,
-        problem(n_pool=60, n_test=30) if args.quick else problem(),
-        specs(),
-        sizes=TABLE_SIZES,
-        quick_size=20,
-        nuts_models=NUTS_MODELS,
-        title="1-D benchmark (paper Figure 1 setting)",
-        note=__doc__,
-    )
+    prob = problem(n_pool=60, n_test=30) if args.quick else problem()
+    experiment(args, prob, sys.modules[__name__], quick_size=20)
 
 
 if __name__ == "__main__":

@@ -117,20 +117,12 @@ def run(
     return csv_path
 
 
-def experiment(
-    args,
-    prob: Problem,
-    specs: list[ModelSpec],
-    *,
-    sizes,
-    quick_size: int,
-    nuts_models: tuple[str, ...],
-    title: str,
-    note: str,
-) -> Path:
-    """Run (unless ``--summary-only``) and summarise one experiment from its parsed arguments:
-    ``--quick`` is one draw at ``quick_size`` with a tiny NUTS run; otherwise ``sizes`` with
-    ``--draws`` MAP draws and ``--nuts-draws`` NUTS draws of ``nuts_models``."""
+def experiment(args, prob: Problem, module, *, quick_size: int) -> Path:
+    """Run (unless ``--summary-only``) and summarise the experiment of ``module`` (its
+    ``specs()``, ``TABLE_SIZES``, ``NUTS_MODELS``, ``TITLE`` and docstring) from its parsed
+    arguments: ``--quick`` is one draw at ``quick_size`` with a tiny NUTS run; otherwise the
+    table sizes with ``--draws`` MAP draws and ``--nuts-draws`` NUTS draws of the NUTS models."""
+    specs, sizes, nuts_models = module.specs(), module.TABLE_SIZES, module.NUTS_MODELS
     if args.quick:
         sizes, draws, nuts_draws, nuts = (quick_size,), 1, 1, QUICK_NUTS
     else:
@@ -149,7 +141,8 @@ def experiment(
         )
     csv_path = args.out / f"{prob.name}_trials.csv"
     models = [s.name for s in specs]
-    return summarise(csv_path, title=title, table_sizes=sizes, models=models, note=note)
+    return summarise(csv_path, title=module.TITLE, table_sizes=sizes, models=models,
+                     note=module.__doc__)  # fmt: skip
 
 
 def selected(specs: list[ModelSpec], names) -> list[ModelSpec]:

@@ -28,6 +28,7 @@ Run:  `python -m benchmarks.paper.saxs [--quick] [--draws 30] [--nuts-draws 5] [
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +72,8 @@ def distance_matrices(quick: bool, cache: Path, n_jobs: int = -1) -> dict[str, D
     return out
 
 
+#: The title of the experiment's tables.
+TITLE = "SAXS images: SLE on exact W2 vs Matern on sliced W2 (paper Table 3)"
 TABLE_SIZES = (150, 200, 250)
 NUTS_MODELS = ("SLE - W2", "Matern - sliced W2")
 
@@ -131,16 +134,7 @@ def specs() -> list:
 
 def main(argv=None) -> None:
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
-    experiment(
-        args,
-        problem(args.quick, args.cache),
-        specs(),
-        sizes=TABLE_SIZES,
-        quick_size=30,
-        nuts_models=NUTS_MODELS,
-        title="SAXS images: SLE on exact W2 vs Matern on sliced W2 (paper Table 3)",
-        note=__doc__,
-    )
+    experiment(args, problem(args.quick, args.cache), sys.modules[__name__], quick_size=30)
     if args.render:
         figure_images(args.out / "saxs_images.png", args.quick)
 

@@ -29,7 +29,7 @@ from benchmarks.paper.problem import Problem
 from benchmarks.paper.results_csv import read_rows
 from benchmarks.paper.runner import run, selected
 from benchmarks.paper.summary import METRICS, NOMINAL, aggregate, draw_counts, markdown_table
-from benchmarks.studies.common import parser, pyplot, save_figure, write_markdown
+from benchmarks.studies import common
 from pymc_sle.datasets import geodesic_sines_field
 from pymc_sle.distances import geodesic
 
@@ -78,7 +78,7 @@ def experiments(args) -> list[tuple[str, Path, tuple[int, ...]]]:
 
 
 def figure(results, path: Path) -> None:
-    plt = pyplot()
+    plt = common.pyplot()
     fig, axes = plt.subplots(len(results), 3, figsize=(13, 3.6 * len(results)), squeeze=False)
     for row, (label, csv_path, sizes) in enumerate(results):
         stats = aggregate(read_rows(csv_path))
@@ -95,11 +95,11 @@ def figure(results, path: Path) -> None:
             ax.set_title(f"{label}: {metric.upper()}", fontsize=10)
             ax.set_xlabel("training size")
         axes[row][0].legend(fontsize=8)
-    save_figure(fig, path, dpi=120)
+    common.save_figure(fig, path, dpi=120)
 
 
 def main(argv=None) -> None:
-    p = parser(__doc__.splitlines()[0], draws=5)
+    p = common.parser(__doc__.splitlines()[0], draws=5)
     p.add_argument("--teddy-mesh", type=Path, default=SHARED_DATA / "teddy.obj")
     p.add_argument("--bunny-mesh", type=Path, default=SHARED_DATA / "stanford-bunny.obj")
     args = p.parse_args(argv)
@@ -110,7 +110,7 @@ def main(argv=None) -> None:
         draws = draw_counts(rows, MODELS, "map", sizes)
         lines += [f"## {label} — draws per size: {draws}", "",
                   markdown_table(rows, "map", sizes, list(MODELS)), ""]  # fmt: skip
-    write_markdown(args.out / "ablation.md", __doc__.splitlines()[0], lines)
+    common.write_markdown(args.out / "ablation.md", __doc__.splitlines()[0], lines)
     figure(results, args.out / "ablation.png")
     print((args.out / "ablation.md").read_text())
 

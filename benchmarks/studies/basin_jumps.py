@@ -42,14 +42,7 @@ import pymc as pm
 
 from benchmarks._paths import SHARED_DATA
 from benchmarks.nuts_data import BENCHMARKS, sle_model
-from benchmarks.studies.common import (
-    markdown_rows,
-    parser,
-    pyplot,
-    save_figure,
-    write_json,
-    write_markdown,
-)
+from benchmarks.studies import common
 from pymc_sle import sample_basins
 from pymc_sle.inference import DEFAULT_POLICY, grid_posterior
 from pymc_sle.inference._basins import BasinJump, cuts
@@ -186,7 +179,7 @@ def report(rows: list[dict], settings: dict) -> list[str]:
         f"{max(max(r['reference_edge_mass'].values()) for r in rows):.2g} of the mass in an end "
         "cell of any axis.",
         "",
-        *markdown_rows(HEADER, table),
+        *common.markdown_rows(HEADER, table),
         "",
         "![Basin masses](basin_jumps.png)",
     ]
@@ -194,7 +187,7 @@ def report(rows: list[dict], settings: dict) -> list[str]:
 
 def figure(rows: list[dict], path: Path) -> None:
     """Each case's basin masses: the brute-force grid's, and the two samplers' shares."""
-    fig, axes = pyplot().subplots(1, len(rows), figsize=(4 * len(rows), 3.2), squeeze=False)
+    fig, axes = common.pyplot().subplots(1, len(rows), figsize=(4 * len(rows), 3.2), squeeze=False)
     for ax, r in zip(axes[0], rows, strict=True):
         x = np.arange(len(r["reference"]))
         bars = (
@@ -209,7 +202,7 @@ def figure(rows: list[dict], path: Path) -> None:
         ax.set_title(f"{r['benchmark']} split {r['split']} (n = {r['n']})")
         ax.set_ylabel("posterior mass")
     axes[0][0].legend(fontsize=8)
-    save_figure(fig, path)
+    common.save_figure(fig, path)
 
 
 def _verdict(rows: list[dict]) -> str:
@@ -223,7 +216,7 @@ def _verdict(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> None:
-    p = parser(__doc__.splitlines()[0])
+    p = common.parser(__doc__.splitlines()[0])
     p.add_argument("--cases", nargs="+", default=list(CASES), help="benchmark:split pairs")
     p.add_argument("--mesh", type=Path, default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
     p.add_argument("--reference-only", action="store_true",
@@ -248,9 +241,9 @@ def main(argv=None) -> None:
               f"{_shares(rows[-1]['plain']['share'])}, basins "
               f"{_shares(rows[-1]['basins']['share'])}")  # fmt: skip
     settings = {"draws": draws, "chains": chains, "reference": cells, "quick": args.quick}
-    write_json(path, {"settings": settings, "cases": rows})
+    common.write_json(path, {"settings": settings, "cases": rows})
     figure(rows, args.out / "basin_jumps.png")
-    write_markdown(args.out / "basin_jumps.md", "Basin jumps: plain pm.sample across radius "
+    common.write_markdown(args.out / "basin_jumps.md", "Basin jumps: plain pm.sample across radius "
                    "basins", report(rows, settings))  # fmt: skip
 
 

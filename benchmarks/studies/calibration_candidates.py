@@ -53,14 +53,7 @@ import pymc_sle as sle
 from benchmarks import nuts_data
 from benchmarks._paths import SHARED_DATA
 from benchmarks.paper.models import build
-from benchmarks.studies.common import (
-    markdown_rows,
-    parser,
-    pyplot,
-    save_figure,
-    write_json,
-    write_markdown,
-)
+from benchmarks.studies import common
 from pymc_sle import score_gaussian
 
 #: The neighbour whose distance sets a landmark's radius factor (``local radii``).
@@ -211,7 +204,7 @@ def _map_point(split: dict) -> str:
 
 
 def figure(results: list[dict], labels: dict[str, str], path) -> None:
-    plt = pyplot()
+    plt = common.pyplot()
     fig, axes = plt.subplots(1, len(labels), figsize=(6.2 * len(labels), 4.8), squeeze=False)
     for ax, (bench_name, label) in zip(axes[0], labels.items(), strict=True):
         ax.axvspan(0.92, 0.97, color="tab:green", alpha=0.12, label="PICP target")
@@ -225,7 +218,7 @@ def figure(results: list[dict], labels: dict[str, str], path) -> None:
                ylabel="NLPD (mean over splits; lower is better)")  # fmt: skip
         ax.margins(x=0.15, y=0.1)  # room for the labels
         ax.legend(fontsize=8, loc="lower left")
-    save_figure(fig, path)
+    common.save_figure(fig, path)
 
 
 def summarise(payload: dict, out) -> None:
@@ -233,7 +226,7 @@ def summarise(payload: dict, out) -> None:
     results, settings = payload["results"], payload["settings"]
     labels = settings["labels"]
     figure(results, labels, out / "calibration_candidates.png")
-    table = markdown_rows(
+    table = common.markdown_rows(
         ["benchmark", "model", "PICP", "sd(z)", "RMSE", "NLPD", "PICP per split",
          "MAP radius (shape) per split"],
         [[labels[r["benchmark"]], r["candidate"], f"{r['picp']:.3f}", f"{r['sd_z']:.2f}",
@@ -242,7 +235,7 @@ def summarise(payload: dict, out) -> None:
           ", ".join(_map_point(s) for s in r["splits"])]
          for r in results],
     )  # fmt: skip
-    write_markdown(
+    common.write_markdown(
         out / "calibration_candidates.md",
         "Candidate remedies for SLE's calibration (Teddy, SAXS)",
         [
@@ -260,7 +253,7 @@ def summarise(payload: dict, out) -> None:
 
 
 def main(argv=None) -> None:
-    p = parser(__doc__.splitlines()[0])
+    p = common.parser(__doc__.splitlines()[0])
     p.add_argument("--mesh", default=SHARED_DATA / "teddy.obj", help="Teddy mesh")
     p.add_argument("--summary-only", action="store_true",
                    help="rewrite the markdown and figure from the JSON; fit nothing")  # fmt: skip
@@ -286,7 +279,7 @@ def main(argv=None) -> None:
                 "n_train": {name: bench.size for name, bench in benches.items()},
                 "labels": {name: bench.label for name, bench in benches.items()}}  # fmt: skip
     payload = {"settings": settings, "results": results}
-    write_json(path, payload)
+    common.write_json(path, payload)
     summarise(payload, args.out)
 
 

@@ -29,17 +29,7 @@ from threadpoolctl import threadpool_limits
 import pymc_sle as sle
 from benchmarks.paper.fitting import gram
 from benchmarks.paper.models import build
-from benchmarks.studies.common import (
-    markdown_rows,
-    one_d_context,
-    one_d_spec,
-    parser,
-    power_law,
-    pyplot,
-    save_figure,
-    write_json,
-    write_markdown,
-)
+from benchmarks.studies import common
 from pymc_sle import find_map
 from pymc_sle.datasets import one_dimensional
 from pymc_sle.kernels import RawLandmarkEmbedding
@@ -74,8 +64,8 @@ def initial(model: str, size: int, draw: int) -> dict:
 
 def optimised(model: str, size: int, draw: int) -> dict:
     data = one_dimensional(n_train=size, n_test=2, seed=draw)
-    ctx = one_d_context(data, draw)
-    pymc_model, _, cov = build(one_d_spec(model), ctx)
+    ctx = common.one_d_context(data, draw)
+    pymc_model, _, cov = build(common.one_d_spec(model), ctx)
     with pymc_model, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         point = find_map(seed=draw).point
@@ -102,7 +92,7 @@ def summary(rows: list[dict]) -> dict:
         for model in MODELS:
             k = [np.mean([r["kappa"] for r in rows if (r["setting"], r["model"], r["size"])
                           == (setting, model, n)]) for n in sizes]  # fmt: skip
-            entry[model] = {"kappa_mean": k, "alpha": power_law(sizes, k)}
+            entry[model] = {"kappa_mean": k, "alpha": common.power_law(sizes, k)}
             s = [[r["s_bar"] for r in rows if (r["setting"], r["model"], r["size"])
                   == (setting, model, n) and "s_bar" in r] for n in sizes]  # fmt: skip
             if all(s):
@@ -114,7 +104,7 @@ def summary(rows: list[dict]) -> dict:
 
 
 def figure(rows: list[dict], stats: dict, path) -> None:
-    plt = pyplot()
+    plt = common.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     titles = {"initial": "initial hyperparameters (r = 0.15, nugget 0.01)",
               "optimised": "maximum-likelihood hyperparameters"}  # fmt: skip
@@ -135,7 +125,7 @@ def figure(rows: list[dict], stats: dict, path) -> None:
         ax.legend(fontsize=8)
     axes[0].set_ylabel("kappa_2(K + noise I)")
     fig.suptitle("Gram conditioning on the 1-D benchmark: mean, min-max band over draws")
-    save_figure(fig, path, dpi=120)
+    common.save_figure(fig, path, dpi=120)
 
 
 def report(stats: dict) -> list[str]:
@@ -150,7 +140,7 @@ def report(stats: dict) -> list[str]:
              entry["ratio_raw_over_sle"][i], s_bar[i]]
             for i, n in enumerate(entry["sizes"])
         ]  # fmt: skip
-        lines += [*markdown_rows(header, table), ""]
+        lines += [*common.markdown_rows(header, table), ""]
         lines.append(
             f"Exponents: SLE N^{entry['SLE']['alpha']:.2f}, raw-distance embedding "
             f"N^{entry['Raw-distance embedding']['alpha']:.2f}; ratio at N = {entry['sizes'][-1]}:"
@@ -161,7 +151,7 @@ def report(stats: dict) -> list[str]:
 
 
 def main(argv=None) -> None:
-    args = parser(__doc__.splitlines()[0], draws=5).parse_args(argv)
+    args = common.parser(__doc__.splitlines()[0], draws=5).parse_args(argv)
     sizes, draws = (QUICK_SIZES, 1) if args.quick else (SIZES, args.draws)
     tasks = [delayed(_task)(setting, model, n, d) for setting in ("initial", "optimised")
              for model in MODELS for n in sizes for d in range(draws)]  # fmt: skip
@@ -173,8 +163,8 @@ def main(argv=None) -> None:
         writer.writeheader()
         writer.writerows(rows)
     stats = summary(rows)
-    write_json(args.out / "conditioning.json", {"draws": draws, **stats})
-    write_markdown(args.out / "conditioning.md", __doc__.splitlines()[0], report(stats))
+    common.write_json(args.out / "conditioning.json", {"draws": draws, **stats})
+    common.write_markdown(args.out / "conditioning.md", __doc__.splitlines()[0], report(stats))
     figure(rows, stats, args.out / "conditioning.png")
     print((args.out / "conditioning.md").read_text())
 

@@ -22,15 +22,7 @@ import csv
 import numpy as np
 from scipy.stats import spearmanr
 
-from benchmarks.studies.common import (
-    embedding_distances,
-    markdown_rows,
-    parser,
-    pyplot,
-    save_figure,
-    write_json,
-    write_markdown,
-)
+from benchmarks.studies import common
 
 FAR_FRACTION = 0.067  # the paper's share of pairs beyond r = 0.18
 
@@ -41,7 +33,7 @@ def study(w2: np.ndarray, sw2: np.ndarray, n_radii: int) -> tuple[dict, dict]:
     diameter = float(d_w2.max())
     r_local = float(np.quantile(d_w2, 1.0 - FAR_FRACTION))
     r_dense = 1.05 * diameter
-    local, dense = embedding_distances(w2, r_local), embedding_distances(w2, r_dense)
+    local, dense = common.embedding_distances(w2, r_local), common.embedding_distances(w2, r_dense)
     rho = {
         "embedding_vs_w2_local": spearmanr(local, d_w2)[0],
         "embedding_vs_sw2_local": spearmanr(local, d_sw2)[0],
@@ -50,7 +42,7 @@ def study(w2: np.ndarray, sw2: np.ndarray, n_radii: int) -> tuple[dict, dict]:
     }
     # Below the smallest distance every embedding is one-hot and rho is undefined.
     radii = np.geomspace(d_w2[d_w2 > 0].min() * 1.001, 1.5 * diameter, n_radii)
-    sweep = [float(spearmanr(embedding_distances(w2, r), d_w2)[0]) for r in radii]
+    sweep = [float(spearmanr(common.embedding_distances(w2, r), d_w2)[0]) for r in radii]
     stats = {
         "n_points": int(w2.shape[0]),
         "n_pairs": int(d_w2.size),
@@ -72,7 +64,7 @@ def study(w2: np.ndarray, sw2: np.ndarray, n_radii: int) -> tuple[dict, dict]:
 
 
 def figure(stats: dict, pairs: dict, path) -> None:
-    plt = pyplot()
+    plt = common.pyplot()
     rng = np.random.default_rng(0)
     show = rng.choice(pairs["w2"].size, size=min(20000, pairs["w2"].size), replace=False)
     fig, axes = plt.subplots(1, 5, figsize=(20, 3.8))
@@ -102,7 +94,7 @@ def figure(stats: dict, pairs: dict, path) -> None:
     ax.set_ylabel("Spearman rho(||phi - phi'||, W2)")
     ax.set_title("(e) rank fidelity vs radius", fontsize=10)
     ax.legend(fontsize=7)
-    save_figure(fig, path)
+    common.save_figure(fig, path)
 
 
 def report(stats: dict) -> list[str]:
@@ -121,7 +113,7 @@ def report(stats: dict) -> list[str]:
         f"{stats['diameter']:.3g}; {100 * stats['fraction_beyond_r_local']:.1f} % of pairs at or "
         "beyond r_local.",
         "",
-        *markdown_rows(header, rows),
+        *common.markdown_rows(header, rows),
         "",
         f"Radius sweep (from the smallest distance, {stats['smallest_distance']:.3g}, to 1.5 x "
         f"the largest): the best rank fidelity, rho = {stats['best_spearman']:.3f}, is at r = "
@@ -131,7 +123,7 @@ def report(stats: dict) -> list[str]:
 
 
 def main(argv=None) -> None:
-    args = parser(__doc__.splitlines()[0]).parse_args(argv)
+    args = common.parser(__doc__.splitlines()[0]).parse_args(argv)
     from benchmarks.paper import saxs
 
     matrices = saxs.distance_matrices(args.quick, args.cache)
@@ -141,8 +133,8 @@ def main(argv=None) -> None:
         writer = csv.writer(handle)
         writer.writerow(["radius", "spearman"])
         writer.writerows(zip(stats["sweep"]["radius"], stats["sweep"]["spearman"], strict=True))
-    write_json(args.out / "distortion.json", stats)
-    write_markdown(args.out / "distortion.md", __doc__.splitlines()[0], report(stats))
+    common.write_json(args.out / "distortion.json", stats)
+    common.write_markdown(args.out / "distortion.md", __doc__.splitlines()[0], report(stats))
     figure(stats, pairs, args.out / "distortion.png")
     print((args.out / "distortion.md").read_text())
 

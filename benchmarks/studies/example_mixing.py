@@ -38,16 +38,7 @@ import pymc as pm
 from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
-from benchmarks.studies.common import (
-    WALL_U,
-    markdown_rows,
-    parser,
-    pyplot,
-    radius_divergence_starts,
-    save_figure,
-    write_json,
-    write_markdown,
-)
+from benchmarks.studies import common
 from pymc_sle.datasets import coarsen, matern_field, saxs_images
 from pymc_sle.distances import geodesic, wasserstein
 from pymc_sle.evaluation import convergence
@@ -133,7 +124,7 @@ def fit(
         "log_sigma": np.log(sigma),
     }
     u = draws_out["u"]
-    starts = radius_divergence_starts(idata, model, priors)
+    starts = common.radius_divergence_starts(idata, model, priors)
     starts = np.array([]) if starts is None else starts  # on the same axis as u
     draws_out["u_divergence_starts"] = starts
     row = {
@@ -143,11 +134,11 @@ def fit(
         "r_hat_worst": str(summary["r_hat"].idxmax()),
         "sigma_median": float(np.median(sigma)),
         "sampled_radius_as": "quantile u" if quantile else "log radius",
-        "share_u_below_wall": float(np.mean(u < WALL_U)) if quantile else None,
+        "share_u_below_wall": float(np.mean(u < common.WALL_U)) if quantile else None,
         "divergence_starts_share_u_below_wall":
-            float(np.mean(starts < WALL_U)) if quantile and starts.size else None,
+            float(np.mean(starts < common.WALL_U)) if quantile and starts.size else None,
         "divergence_starts_share_u_above_3":
-            float(np.mean(starts > -WALL_U)) if quantile and starts.size else None,
+            float(np.mean(starts > -common.WALL_U)) if quantile and starts.size else None,
     }  # fmt: skip
     return row, draws_out
 
@@ -162,7 +153,7 @@ def percent(share: float | None, digits: int) -> str:
 
 
 def figure(draws: dict, path) -> None:
-    plt = pyplot()
+    plt = common.pyplot()
     fig, axes = plt.subplots(1, len(draws), figsize=(6.5 * len(draws), 4.6), squeeze=False)
     for ax, (example, d) in zip(axes[0], draws.items(), strict=True):
         ax.scatter(d["u"], d["log_sigma"], s=2, alpha=0.25, label="draws")
@@ -170,18 +161,18 @@ def figure(draws: dict, path) -> None:
         low = np.min(d["log_sigma"])
         ax.plot(starts, np.full(starts.size, low), "|", color="red", markersize=14,
                 label=f"where divergent trajectories left from ({starts.size})")  # fmt: skip
-        ax.axvline(WALL_U, color="k", lw=0.8, ls="--")
+        ax.axvline(common.WALL_U, color="k", lw=0.8, ls="--")
         ax.set(
             xlabel=str(d["u_name"]),
             ylabel="log sigma",
             title=f"{example}: sampler seed 1, target_accept 0.9",
         )
         ax.legend(loc="upper right", fontsize=8)
-    save_figure(fig, path)
+    common.save_figure(fig, path)
 
 
 def main(argv=None) -> None:
-    p = parser(__doc__.splitlines()[0])
+    p = common.parser(__doc__.splitlines()[0])
     p.add_argument("--refit", action="store_true", help="sample the fits in the JSON again")
     args = p.parse_args(argv)
     if args.quick:
@@ -207,7 +198,7 @@ def main(argv=None) -> None:
             row, sampled = fit(model, priors, seed=seed, target_accept=target_accept,
                                draws=draws, chains=chains)  # fmt: skip
             rows.append({"example": example, **row})
-            write_json(path, {"settings": settings, "fits": rows})
+            common.write_json(path, {"settings": settings, "fits": rows})
             if seed == seeds[0]:
                 np.savez(args.cache / draws_file(stem, example, seeds[0]), **sampled)
             print(f"{example} seed {seed}: r-hat {row['r_hat_max']:.3f}, bulk ESS "
@@ -215,7 +206,7 @@ def main(argv=None) -> None:
         with np.load(args.cache / draws_file(stem, example, seeds[0])) as saved:
             first_draws[example] = {k: saved[k] for k in saved.files}
     figure(first_draws, args.out / f"{stem}.png")
-    table = markdown_rows(
+    table = common.markdown_rows(
         ["example", "seed", "scales", "basins", "r̂ max", "of", "bulk ESS min", "tail ESS min",
          "divergences", "sigma: 5 % quantile, median", "divergences starting at u < -3",
          "... at u > 3", "draws with u < -3", "wall (s)"],
@@ -227,7 +218,7 @@ def main(argv=None) -> None:
           percent(r["share_u_below_wall"], 1), round(r["wall_s"])]
          for r in sorted(rows, key=lambda r: (r["example"], r["seed"]))],
     )  # fmt: skip
-    write_markdown(
+    common.write_markdown(
         args.out / f"{stem}.md",
         "NUTS on the gallery's mesh and W2-image models with the library's defaults",
         [

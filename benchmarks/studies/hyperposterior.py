@@ -36,14 +36,7 @@ import numpy as np
 
 from benchmarks._paths import SHARED_DATA
 from benchmarks.paper.problem import Problem
-from benchmarks.studies.common import (
-    markdown_rows,
-    parser,
-    pyplot,
-    save_figure,
-    write_json,
-    write_markdown,
-)
+from benchmarks.studies import common
 from pymc_sle.inference import GridPosterior, grid_posterior
 
 
@@ -182,7 +175,7 @@ def summarise_grid(grid: GridPosterior) -> dict:
 
 
 def figure(panels: list[dict], path: Path) -> None:
-    plt = pyplot()
+    plt = common.pyplot()
     fig, axes = plt.subplots(len(panels), 3, figsize=(18, 3.8 * len(panels)), squeeze=False)
     for panel, (left, middle, right) in zip(panels, axes, strict=True):
         label, coarse, fine = panel["label"], panel["coarse"], panel["fine"]
@@ -224,7 +217,7 @@ def figure(panels: list[dict], path: Path) -> None:
                   ylabel="posterior density of log radius")  # fmt: skip
         right.set_title(f"(c) {label}: radius marginal", fontsize=9)
         right.legend(fontsize=7)
-    save_figure(fig, path, dpi=100)
+    common.save_figure(fig, path, dpi=100)
 
 
 PROBLEMS = ("teddy", "one_d", "bunny", "saxs", "strings")
@@ -252,7 +245,7 @@ def _merge_with_earlier(out: Path, rows: list, payload: dict, nuts_rows: list):
 
 
 def main(argv=None) -> None:
-    p = parser(__doc__.splitlines()[0], draws=3)
+    p = common.parser(__doc__.splitlines()[0], draws=3)
     p.add_argument("--teddy-mesh", type=Path, default=SHARED_DATA / "teddy.obj")
     p.add_argument("--bunny-mesh", type=Path, default=SHARED_DATA / "stanford-bunny.obj")
     p.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS),
@@ -324,20 +317,20 @@ def main(argv=None) -> None:
     rows, payload, nuts_rows = _merge_with_earlier(args.out, rows, payload, nuts_rows)
     with open(args.out / "hyperposterior.csv", "w", newline="") as handle:
         csv.writer(handle).writerows([header, *rows])
-    write_json(args.out / "hyperposterior.json", payload)
-    write_markdown(
+    common.write_json(args.out / "hyperposterior.json", payload)
+    common.write_markdown(
         args.out / "hyperposterior.md",
         __doc__.splitlines()[0],
         [
             __doc__.split("\n\n", 1)[1].split("Run:")[0].strip(),
             "",
-            *markdown_rows(header, rows),
+            *common.markdown_rows(header, rows),
             "",
             "NUTS on the first split, README recipe, 4 chains x (500 + 500), from the two starts "
             "of `sle_priors` (`prior`: the first release's; `mode`: the grid posterior's highest "
             "cell, the default now):",
             "",
-            *markdown_rows(
+            *common.markdown_rows(
                 [
                     "problem",
                     "start",

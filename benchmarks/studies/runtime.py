@@ -35,17 +35,7 @@ from threadpoolctl import threadpool_limits
 
 import pymc_sle as sle
 from benchmarks.paper.models import build
-from benchmarks.studies.common import (
-    markdown_rows,
-    one_d_context,
-    one_d_spec,
-    parser,
-    power_law,
-    pyplot,
-    save_figure,
-    write_json,
-    write_markdown,
-)
+from benchmarks.studies import common
 from pymc_sle import find_map
 from pymc_sle.datasets import one_dimensional
 from pymc_sle.kernels import DistanceCovariance, RawLandmarkEmbedding
@@ -93,9 +83,9 @@ def measure(model: str, size: int, draw: int) -> dict:
     with threadpool_limits(1):
         data = one_dimensional(n_train=size, n_test=100, seed=draw)
         kernel_ms, kernel_mib = kernel_cost(model, data)
-        ctx = one_d_context(data, draw)
+        ctx = common.one_d_context(data, draw)
         start = time.perf_counter()
-        pymc_model, gp, _ = build(one_d_spec(model), ctx)
+        pymc_model, gp, _ = build(common.one_d_spec(model), ctx)
         with pymc_model, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             point = find_map(seed=draw).point
@@ -128,13 +118,13 @@ def summary(rows: list[dict]) -> dict:
                       for v in per_size]  # fmt: skip
                 entry[column] = {"mean": mean, "se": se}
                 if column in COLUMNS:
-                    entry[column]["alpha"] = power_law(sizes, mean)
+                    entry[column]["alpha"] = common.power_law(sizes, mean)
         out[model] = entry
     return out
 
 
 def figure(stats: dict, path) -> None:
-    plt = pyplot()
+    plt = common.pyplot()
     titles = {"kernel_ms": "K(X, X) evaluation (ms)", "kernel_mib": "peak allocation (MiB)",
               "train_s": "MAP training (s)", "predict_s": "prediction (s)"}  # fmt: skip
     from matplotlib.ticker import NullFormatter
@@ -158,7 +148,7 @@ def figure(stats: dict, path) -> None:
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     fig.suptitle(f"mean ± standard error over {stats.get('draws', 'the')} data draws; "
                  "exponents from a power-law fit", fontsize=10)  # fmt: skip
-    save_figure(fig, path, dpi=120)
+    common.save_figure(fig, path, dpi=120)
 
 
 def report(stats: dict, draws: int) -> list[str]:
@@ -173,8 +163,8 @@ def report(stats: dict, draws: int) -> list[str]:
             s = (f"{entry['s_bar_initial']['mean'][i]:.1f} (fitted "
                  f"{entry['s_bar_fitted']['mean'][i]:.1f})") if model == "SLE" else "-"  # fmt: skip
             rows.append([n, model, *cells, s])
-    lines += [*markdown_rows(header, rows), "", "Exponents (t ~ N^alpha):", ""]
-    lines += markdown_rows(
+    lines += [*common.markdown_rows(header, rows), "", "Exponents (t ~ N^alpha):", ""]
+    lines += common.markdown_rows(
         ["model", *COLUMNS], [[m, *(stats[m][c]["alpha"] for c in COLUMNS)] for m in MODELS]
     )
     sle_last, raw_last = stats["SLE"]["kernel_ms"]["mean"][-1], stats[
@@ -186,7 +176,7 @@ def report(stats: dict, draws: int) -> list[str]:
 
 
 def main(argv=None) -> None:
-    p = parser(__doc__.splitlines()[0], draws=3)
+    p = common.parser(__doc__.splitlines()[0], draws=3)
     p.add_argument("--figure-only", action="store_true", help="redraw from runtime.json")
     args = p.parse_args(argv)
     if args.figure_only:
@@ -203,8 +193,8 @@ def main(argv=None) -> None:
         writer.writerows(rows)
     stats = summary(rows)
     stats["draws"] = draws
-    write_json(args.out / "runtime.json", stats)
-    write_markdown(args.out / "runtime.md", __doc__.splitlines()[0], report(stats, draws))
+    common.write_json(args.out / "runtime.json", stats)
+    common.write_markdown(args.out / "runtime.md", __doc__.splitlines()[0], report(stats, draws))
     figure(stats, args.out / "runtime.png")
     print((args.out / "runtime.md").read_text())
 

@@ -32,7 +32,7 @@ from benchmarks.paper.models import Hyper, ModelSpec, fixed, sle_spec
 from benchmarks.paper.results_csv import read_rows
 from benchmarks.paper.runner import run
 from benchmarks.paper.summary import NOMINAL
-from benchmarks.studies.common import markdown_rows, parser, pyplot, save_figure, write_markdown
+from benchmarks.studies import common
 
 SIZE = 300
 RADII = (1.0, 2.0, 4.0, 7.0, 10.0, 13.0, 16.0, 20.0, 25.0, 30.0, 40.0, 56.0)
@@ -91,7 +91,7 @@ def _nominal(ax) -> None:
 
 
 def figure(rows, plan, path: Path) -> None:
-    plt = pyplot()
+    plt = common.pyplot()
     fig, axes = plt.subplots(4, 4, figsize=(16, 14.5))
     for row_axes, sweep in zip(axes[:2], ("radius", "amplitude"), strict=True):
         grid = [value for value, _ in plan[sweep]]
@@ -131,7 +131,7 @@ def figure(rows, plan, path: Path) -> None:
         "triangles: means).",
         fontsize=10,
     )
-    save_figure(fig, path, rect=(0, 0, 1, 0.97))
+    common.save_figure(fig, path, rect=(0, 0, 1, 0.97))
 
 
 def report(rows, plan) -> list[str]:
@@ -146,12 +146,12 @@ def report(rows, plan) -> list[str]:
                 se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else np.nan
                 cells.append(f"{v.mean():.4g} ± {se:.2g}" if v.size else "-")
             table.append([value, _values(rows, spec.name, "rmse").size, *cells])
-        lines += [f"## {sweep}", "", *markdown_rows(header, table), ""]
+        lines += [f"## {sweep}", "", *common.markdown_rows(header, table), ""]
     return lines
 
 
 def main(argv=None) -> None:
-    p = parser(__doc__.splitlines()[0], draws=15)
+    p = common.parser(__doc__.splitlines()[0], draws=15)
     p.add_argument("--mesh", type=Path, default=SHARED_DATA / "teddy.obj")
     p.add_argument("--summary-only", action="store_true", help="redraw from the trials CSV")
     args = p.parse_args(argv)
@@ -160,7 +160,9 @@ def main(argv=None) -> None:
     if args.summary_only:
         plan = sweeps(RADII, AMPLITUDES)
         rows = read_rows(args.out / "teddy_sensitivity_trials.csv")
-        write_markdown(args.out / "sensitivity.md", __doc__.splitlines()[0], report(rows, plan))
+        common.write_markdown(
+            args.out / "sensitivity.md", __doc__.splitlines()[0], report(rows, plan)
+        )
         figure(rows, plan, args.out / "sensitivity.png")
         return
     if args.quick:
@@ -173,7 +175,7 @@ def main(argv=None) -> None:
     specs = [spec for entries in plan.values() for _, spec in entries]
     csv_path = run(problem, specs, sizes=(size,), n_draws=draws, out_dir=args.out, jobs=args.jobs)
     rows = read_rows(csv_path)
-    write_markdown(args.out / "sensitivity.md", __doc__.splitlines()[0], report(rows, plan))
+    common.write_markdown(args.out / "sensitivity.md", __doc__.splitlines()[0], report(rows, plan))
     figure(rows, plan, args.out / "sensitivity.png")
     print((args.out / "sensitivity.md").read_text())
 
