@@ -233,7 +233,6 @@ def fit_and_score(
     settings = settings or NutsSettings()
     _check_prediction(prediction)
     start = time.perf_counter()
-    watched = [rv.name for rv in model.free_RVs] if priors is None else priors.var_names(model)
     with model, threadpool_limits(limits=1, user_api="blas"):
         options = dict(
             draws=settings.draws,
@@ -261,6 +260,10 @@ def fit_and_score(
             idata, gp, X_test, settings, model=model, latent=latent, prediction=prediction
         )
     idata.add_groups(posterior_predictive=predictive.posterior_predictive)
+    # what NUTS sampled: sample_basins' pooled draws of several basins have no basin label
+    watched = [rv.name for rv in model.free_RVs] if priors is None else priors.var_names(
+        model, idata
+    )
     summary, diagnostics = convergence(idata, watched)
     return HoldoutFit(
         idata=idata,
