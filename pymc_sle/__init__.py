@@ -124,7 +124,20 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pymc_sle.kernels._inner import INNER_KERNELS
     from pymc_sle.kernels._sle import SLE
 
-__getattr__, _, _public = lazy_attributes(__name__, _PUBLIC)
+_getattr, _, _public = lazy_attributes(__name__, _PUBLIC)
+
+#: The stages whose names build models: loading one imports ``pymc_sle.gp`` too, which registers
+#: the logprob rewrite that gives ``pm.gp.Marginal(cov_func=SLE(...))`` the library's likelihood.
+_BUILDS_MODELS = ("pymc_sle.kernels", "pymc_sle.gp", "pymc_sle.inference", "pymc_sle.evaluation")
+
+
+def __getattr__(name: str):
+    value = _getattr(name)
+    if _PUBLIC[name][0].startswith(_BUILDS_MODELS):
+        import pymc_sle.gp
+    return value
+
+
 __all__ = sorted([*_public, "__version__"])
 
 

@@ -1,7 +1,14 @@
-"""The Gaussian-process likelihood: ``pm.gp.Marginal`` with an analytic gradient.
+"""The Gaussian-process likelihood: an analytic gradient, dense or through a sparse
+factorisation.
 
-- :class:`Marginal` -- a drop-in :class:`pymc.gp.Marginal` whose marginal likelihood and its
-  gradient cost one Cholesky factorisation;
+Importing this package registers the logprob rewrite (``_rewrite``) that gives
+``pm.gp.Marginal(cov_func=SLE(...))`` -- and any ``pm.MvNormal`` whose covariance is a scalar
+times an SLE plus scalar noise -- the library's likelihood; ``import pymc_sle`` imports it with
+the first name that builds a model (``sle.SLE``, ``sle.sle_priors``, ...).
+
+- :class:`Marginal` -- :class:`pymc.gp.Marginal` whose ``predict`` and forward draws are
+  sparse on sparse distances too, and whose likelihood costs one Cholesky factorisation for
+  any covariance;
 - :class:`GaussianLogDensity` / :func:`gaussian_logp` -- the PyTensor Op behind it, on the C,
   NUMBA and JAX backends;
 - :class:`SparseSLELogDensity` -- the exact SLE likelihood through a sparse factorisation,
@@ -13,3 +20,5 @@ from pymc_sle.gp._marginal import Marginal
 from pymc_sle.gp._sparse._op import SparseSLELogDensity
 
 __all__ = ["GaussianLogDensity", "Marginal", "SparseSLELogDensity", "gaussian_logp"]
+
+import pymc_sle.gp._rewrite

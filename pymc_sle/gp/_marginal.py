@@ -1,4 +1,5 @@
-"""``pm.gp.Marginal`` with a marginal likelihood whose gradient is analytic."""
+"""``pm.gp.Marginal`` for large data and for any covariance: sparse predictions and draws, and
+the one-factorisation likelihood whatever the kernel."""
 
 from __future__ import annotations
 
@@ -13,14 +14,13 @@ from pymc.gp.util import JITTER_DEFAULT, replace_with_values
 from scipy import sparse as sparse_matrix
 
 from pymc_sle._pymc_compat import build_marginal_likelihood, product_factors
-from pymc_sle._validation import can_change, constant_value
+from pymc_sle._validation import constant_value
 from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
 from pymc_sle.gp._log_density import gaussian_logp
-from pymc_sle.gp._sparse._likelihood import draw
-from pymc_sle.gp._sparse._mixtures import inner_mixture
-from pymc_sle.gp._sparse._op import SparseSLELogDensity
-from pymc_sle.gp._sparse._prediction import predict as predict_sparse
-from pymc_sle.gp._sparse._problem import SparseSLEProblem
+from pymc_sle.gp._marginal_form import marginal_form, sparse_likelihood
+from pymc_sle.gp._sparse import SparseSLELogDensity, draw
+from pymc_sle.gp._sparse import predict as predict_sparse
+from pymc_sle.kernels._sle import SLE
 
 __all__ = ["Marginal"]
 
@@ -36,28 +36,32 @@ def _mvnormal_random(mu, cov, rng=None, size=None):
 
 
 class Marginal(pm.gp.Marginal):
-    r"""Drop-in :class:`pymc.gp.Marginal` for fast NUTS on a Gaussian-process marginal likelihood.
+    r""":class:`pymc.gp.Marginal` for large data, and the one-factorisation likelihood for any
+    covariance.
 
-    Everything -- ``conditional``, ``predict``, additive ``given`` -- is PyMC's. Only
-    :meth:`marginal_likelihood` differs: its observed variable has the same density as PyMC's
-    ``MvNormal(mu, K + noise)``, evaluated by :class:`pymc_sle.gp.GaussianLogDensity`, which
-    returns the gradient :math:`\tfrac12(\alpha\alpha^\top - K^{-1})` from the same Cholesky
-    factorisation. PyTensor's generic gradient of a Cholesky factorisation and triangular solves
-    costs several times that.
+    ``pm.gp.Marginal(cov_func=eta**2 * SLE(...))`` itself takes the library's likelihood (a
+    logprob rewrite, ``pymc_sle.gp._rewrite``): dense, :class:`~pymc_sle.gp.GaussianLogDensity`
+    (one Cholesky factorisation gives the value and the gradient
+    :math:`\tfrac12(\alpha\alpha^\top - K^{-1})`); on a :class:`~pymc_sle.SparseDistanceMatrix`,
+    :class:`~pymc_sle.gp.SparseSLELogDensity`, which never forms an ``n x n`` matrix. This class
+    adds what the rewrite cannot give PyMC's:
 
-    Works with any covariance, not only :class:`pymc_sle.SLE`, on the C, NUMBA and JAX backends
-    (``pm.sample()``, ``nuts_sampler="nutpie"``, ``nuts_sampler="numpyro"``).
+    - :meth:`predict` on sparse distances is sparse too: pointwise means and variances at new
+      points, one forward solve with the training factor per point, where PyMC's builds the
+      dense conditional;
+    - forward draws of the observations (``pm.sample_prior_predictive``) on sparse distances
+      come from the sparse factor;
+    - the one-factorisation likelihood for **any** covariance, not only an SLE (the benchmarks'
+      baselines), on the C, NUMBA and JAX backends.
 
-    **Large data.** When the covariance is an SLE on a :class:`~pymc_sle.SparseDistanceMatrix`
-    -- its ``distances`` in index mode, or ``X`` itself in feature mode, with ``(n, m)`` distances
-    from the training points to the landmarks -- (RBF or Matérn inner kernel, scalar bump
-    parameters) times any scalar signal variance, and
-    the noise is a scalar ``sigma``, the likelihood never forms an ``n x n`` matrix: it factorises
-    a sparse matrix and adds a low-rank term (:class:`pymc_sle.gp.SparseSLELogDensity`). It is
-    exact for the RBF; a Matérn inner kernel goes through a positive quadrature whose kernel
-    values are within 1e-12 (Matérn 3/2, 5/2) or 1e-9 (Matérn 1/2) of the exact ones. Other
-    covariances on sparse distances take the dense path, with a warning. ``predict`` is then
-    sparse too (below); ``conditional`` stays PyMC's (dense).
+    Everything else -- ``conditional``, additive ``given`` -- is PyMC's. The sparse likelihood
+    covers an SLE on sparse distances (its ``distances`` in index mode, or ``X`` itself in
+    feature mode, with ``(n, m)`` distances from the training points to the landmarks) with an
+    RBF or Matérn inner kernel and scalar bump parameters, times a scalar signal variance, with
+    a scalar noise ``sigma`` (``pymc_sle.gp._marginal_form``). It is exact for the RBF; a Matérn
+    inner kernel goes through a positive quadrature whose kernel values are within 1e-12
+    (Matérn 3/2, 5/2) or 1e-9 (Matérn 1/2) of the exact ones. Other models on sparse distances
+    run dense, with a warning.
 
     Examples
     --------
@@ -87,15 +91,26 @@ class Marginal(pm.gp.Marginal):
         """
         noise_func = sigma if isinstance(sigma, BaseCovariance) else pm.gp.cov.WhiteNoise(sigma)
         self.X, self.y, self.sigma = X, y, noise_func
-        sparse = None
-        if is_observed:
-            _check_observations(X, y)
-            sparse = _sparse_likelihood(self.cov_func, X, y, noise_func, jitter)
         self._sparse = None
-        if sparse is not None:  # never builds the n x n covariance
-            problem, parameters, sle_cov = sparse
-            mu = self.mean_func(X)
-            self._sparse = (problem, parameters, sle_cov, mu)
+        if not is_observed:
+            warnings.warn(
+                "The 'is_observed' argument has been deprecated.  If the GP is "
+                "unobserved use gp.Latent instead.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            return pm.MvNormal(name, *build_marginal_likelihood(self, X, noise_func, jitter),
+                               **kwargs)  # fmt: skip
+        _check_observations(X, y)
+        _check_sparse_features(self.cov_func, X)
+        mu, cov = build_marginal_likelihood(self, X, noise_func, jitter)
+        form = marginal_form(cov)
+        observed = _known_shape(y)
+        outputs_axes = 0 if observed is None else len(observed) - 1
+        sparse = None if form is None else sparse_likelihood(form, outputs_axes, stacklevel=3)
+        if sparse is not None:  # never evaluates the n x n covariance
+            problem, parameters = sparse
+            self._sparse = (problem, parameters, form.kernel, mu)
             return pm.CustomDist(
                 name,
                 mu,
@@ -106,15 +121,6 @@ class Marginal(pm.gp.Marginal):
                 observed=y,
                 **kwargs,
             )
-        mu, cov = build_marginal_likelihood(self, X, noise_func, jitter)
-        if not is_observed:
-            warnings.warn(
-                "The 'is_observed' argument has been deprecated.  If the GP is "
-                "unobserved use gp.Latent instead.",
-                FutureWarning,
-                stacklevel=2,
-            )
-            return pm.MvNormal(name, mu=mu, cov=cov, **kwargs)
         return pm.CustomDist(
             name,
             mu,
@@ -182,72 +188,18 @@ def _sparse_random(mu, *parameters, problem, rng=None, size=None):
     return np.asarray(mu) + draw(problem, *values, rng=rng, size=() if size is None else size)
 
 
-def _sparse_sle_factors(cov_func, X):
-    """``(sle, scalars)`` if ``cov_func`` is an SLE on sparse distances (in index mode, its
-    ``distances``; in feature mode, ``X``), alone or times scalar factors; ``None`` otherwise."""
-    from pymc_sle.kernels._sle import SLE
-
-    factors = product_factors(cov_func)
-    kernels = [f for f in factors if isinstance(f, BaseCovariance)]
-    sle = kernels[0] if len(kernels) == 1 and isinstance(kernels[0], SLE) else None
-    if isinstance(X, SparseDistanceMatrix) and (sle is None or not sle.feature_mode):
+def _check_sparse_features(cov_func, X) -> None:
+    """``X`` may be a :class:`~pymc_sle.SparseDistanceMatrix` only for a feature-mode SLE, alone
+    or times scalars, whose columns it holds the distances of."""
+    if not isinstance(X, SparseDistanceMatrix):
+        return
+    kernels = [f for f in product_factors(cov_func) if isinstance(f, BaseCovariance)]
+    if not (len(kernels) == 1 and isinstance(kernels[0], SLE) and kernels[0].feature_mode):
         raise TypeError(
             "`X` may be a SparseDistanceMatrix only for a feature-mode pymc_sle.SLE (alone or "
             "times scalars), whose columns it holds the distances of, but the covariance is "
             f"{cov_func!r}"
         )
-    if sle is None or not isinstance(
-        X if sle.feature_mode else sle.distances, SparseDistanceMatrix
-    ):
-        return None
-    scalars = [pt.as_tensor_variable(f) for f in factors if not isinstance(f, BaseCovariance)]
-    return sle, scalars
-
-
-def _sparse_likelihood(cov_func, X, y, noise_func, jitter):
-    """``(problem, parameters, sle)`` for the sparse exact likelihood, or ``None`` (with a warning
-    naming why, when the distances are sparse but the model is not of the supported form)."""
-    found = _sparse_sle_factors(cov_func, X)
-    if found is None:
-        return None
-    sle, scalars = found
-    reasons = []
-    mixture = inner_mixture(sle.inner)
-    if mixture is None:
-        reasons.append(
-            f"inner kernel {type(sle.inner).__name__} (needs 'rbf', 'matern12', 'matern32' or "
-            "'matern52')"
-        )
-    if any(p.type.ndim != 0 for p in (sle.radius, sle.amplitude, sle.shape)):
-        reasons.append("per-landmark radius, amplitude or shape (needs scalars)")
-    if any(f.type.ndim != 0 for f in scalars):
-        reasons.append("a non-scalar factor of the covariance")
-    if (
-        type(noise_func) is not pm.gp.cov.WhiteNoise
-        or pt.as_tensor_variable(noise_func.sigma).type.ndim
-    ):
-        reasons.append("a noise that is not one scalar sigma")
-    if not sle.feature_mode and (can_change(X) or constant_value(X) is None):
-        reasons.append("an X that is not fixed numbers (pm.Data)")
-    observed = constant_value(y)
-    if observed is not None and observed.ndim != 1:
-        reasons.append("several outputs in y")
-    if reasons:
-        warnings.warn(
-            "The covariance is an SLE on sparse distances, but the sparse likelihood does not "
-            f"cover {'; '.join(reasons)}: the dense n x n path runs instead, with the sparse "
-            "distances filled in as dense.",
-            UserWarning,
-            stacklevel=3,
-        )
-        return None
-    block = sle.sparse_to_landmarks(X, "X")
-    problem = SparseSLEProblem(
-        block.indptr, block.indices, block.values, sle.n_landmarks, sle.radius_max, mixture
-    )
-    scale = pt.prod(pt.stack(scalars)) if scalars else pt.constant(1.0)
-    noise = pt.square(noise_func.sigma) + jitter
-    return problem, (sle.radius, sle.amplitude, sle.shape, sle.ls, scale, noise), sle
 
 
 def _known_shape(value) -> tuple | None:

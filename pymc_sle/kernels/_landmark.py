@@ -16,15 +16,13 @@ from pymc_sle._validation import (
 )
 from pymc_sle.distances._matrix import DistanceMatrix, as_distance_matrix
 from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
+from pymc_sle.kernels._densify import DenseDistances
+from pymc_sle.kernels._densify import dense_limit as dense_limit_bytes
 from pymc_sle.kernels._embedding_ops import cross_squared_distances, dense_squared_distances
 from pymc_sle.kernels._inner import kernel_of_squared_distance, resolve_inner
 from pymc_sle.kernels._inputs import check_single_active_dim, distance_rows, feature_block
 
 __all__ = ["LandmarkCovariance"]
-
-#: Sparse distances become dense for the dense graphs (``full``, ``conditional``) only up to this
-#: many entries (1.6 GB); beyond it such a graph is refused with a pointer to the sparse path.
-_DENSE_FROM_SPARSE_LIMIT = 200_000_000
 
 
 class LandmarkCovariance(Covariance):
@@ -60,9 +58,12 @@ class LandmarkCovariance(Covariance):
         inner_kwargs: dict | None = None,
         input_dim: int = 1,
         active_dims=None,
+        dense_limit: float | None = None,
     ):
         super().__init__(input_dim, active_dims)
         self.ls = pt.as_tensor_variable(check_positive_parameter("ls", ls, None))
+        #: The largest dense block of sparse distances a graph may form, in bytes.
+        self.dense_limit = dense_limit_bytes(dense_limit)
         self.inner = resolve_inner(inner, inner_kwargs)
         if distances is None:
             if landmarks is not None:
@@ -101,18 +102,20 @@ class LandmarkCovariance(Covariance):
 
     @cached_property
     def _landmark_values(self) -> np.ndarray:
-        """Index mode: ``(n_points, m)``, all the kernel reads; with every column a landmark, no
-        copy is made. Sparse distances become dense here, ``inf`` where nothing is stored (the
-        bump of ``inf`` is 0): only graphs that need the dense block build it."""
-        every_column = np.array_equal(self.landmarks, np.arange(self.distances.n_columns))
-        if isinstance(self.distances, SparseDistanceMatrix):
-            chosen = self.distances if every_column else self.distances.take(cols=self.landmarks)
-            return _dense(chosen)
+        """Index mode on dense distances: ``(n_points, m)``, all the kernel reads; with every
+        column a landmark, no copy is made."""
         values = self.distances.values
+        every_column = np.array_equal(self.landmarks, np.arange(self.distances.n_columns))
         return values if every_column else np.ascontiguousarray(values[:, self.landmarks])
 
     @cached_property
-    def _landmark_block(self) -> pt.TensorConstant:
+    def _landmark_block(self) -> pt.TensorVariable:
+        """Index mode: the distances the graph gathers its rows from; on sparse distances a
+        :class:`~pymc_sle.kernels._densify.DenseDistances` node, formed only if the graph runs."""
+        if isinstance(self.distances, SparseDistanceMatrix):
+            every_column = np.array_equal(self.landmarks, np.arange(self.distances.n_columns))
+            chosen = self.distances if every_column else self.distances.take(cols=self.landmarks)
+            return DenseDistances(chosen, self.dense_limit)()
         return pt.constant(self._landmark_values, name="landmark_distances")
 
     @property
@@ -145,7 +148,7 @@ class LandmarkCovariance(Covariance):
         """Distances from the points of ``X`` to the landmarks, ``(n, m)``, validated (at build
         time when ``X`` is known, at run time when it can change)."""
         if isinstance(X, SparseDistanceMatrix) and self.feature_mode:
-            return pt.constant(_dense(self.sparse_to_landmarks(X, name)), name=name)
+            return DenseDistances(self.sparse_to_landmarks(X, name), self.dense_limit)()
         if self.feature_mode:
             return feature_block(X, self.active_dims, name=name, input_dim=self.input_dim)
         return self._landmark_block[distance_rows(self, X, name)]
@@ -169,15 +172,20 @@ class LandmarkCovariance(Covariance):
     def _fixed_to_landmarks(self, X) -> np.ndarray | None:
         """The same as numbers, when ``X`` is fixed (numbers or a constant; call after
         ``_to_landmarks`` has validated it). ``pm.Data`` does not count: ``pm.set_data`` could
-        change it after a sparsity pattern was built from it."""
-        if can_change(X):
+        change it after a sparsity pattern was built from it. Sparse distances neither: their
+        dense block is formed only when a graph runs."""
+        if can_change(X) or self._reads_sparse(X):
             return None
-        if isinstance(X, SparseDistanceMatrix) and self.feature_mode:
-            return _dense(self.sparse_to_landmarks(X))
         concrete = constant_value(X)
         if self.feature_mode:
             return np.asarray(concrete[:, self.active_dims], dtype=float)
         return self._landmark_values[concrete[:, int(self.active_dims[0])].astype(np.int64)]
+
+    def _reads_sparse(self, X) -> bool:
+        """Whether ``X`` reaches its distances through a sparse matrix."""
+        return isinstance(self.distances, SparseDistanceMatrix) or isinstance(
+            X, SparseDistanceMatrix
+        )
 
     def _embed(self, to_landmarks):
         """The embedding ``(n, m)`` of points with these distances to the landmarks."""
@@ -217,18 +225,3 @@ class LandmarkCovariance(Covariance):
     def diag(self, X) -> pt.TensorVariable:
         n = self._to_landmarks(X, "X").shape[0]
         return self._kernel_of_squared_distance(pt.zeros((n,), dtype=self.ls.dtype))
-
-
-def _dense(distances: SparseDistanceMatrix) -> np.ndarray:
-    """``distances`` as an array, ``inf`` where nothing is stored (the bump of ``inf`` is 0), for
-    the graphs that need the dense block; refused beyond ``_DENSE_FROM_SPARSE_LIMIT``."""
-    entries = distances.n_points * distances.n_columns
-    if entries > _DENSE_FROM_SPARSE_LIMIT:
-        raise ValueError(
-            "this covariance graph needs the dense (n_points, n_landmarks) = "
-            f"{distances.shape} block of the sparse distances ({8 * entries / 2**30:.1f} GiB) and "
-            "the dense covariances built on it. At this size use the sparse path: "
-            "sle.gp.Marginal's marginal_likelihood and predict(..., diag=True) "
-            "(docs/how-to/large-data.md)"
-        )
-    return distances.to_dense()

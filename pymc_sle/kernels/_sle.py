@@ -24,7 +24,7 @@ from pymc_sle.kernels._bump_ops import bump_squared_distances
 from pymc_sle.kernels._embedding_ops import dense_squared_distances
 from pymc_sle.kernels._landmark import LandmarkCovariance
 
-__all__ = ["SLE", "SPARSE_FILL_THRESHOLD"]
+__all__ = ["SLE", "SPARSE_FILL_THRESHOLD", "training_covariance_of"]
 
 #: ``embedding="auto"`` takes sparse products when at most this fraction of the training
 #: embedding is non-zero at the current parameters (:doc:`/performance`
@@ -167,6 +167,12 @@ class SLE(LandmarkCovariance):
         (dense ones otherwise), whatever the radius prior (LogNormal included); a known
         ``radius_max`` bounds the memory this needs. ``"dense"`` evaluates the full ``(n, m)``
         embedding and its dense products. Both give the same values and gradients.
+    dense_limit : float, optional
+        On sparse distances: the largest dense block of distances, in bytes, that a graph which
+        needs it may form (``gp.conditional``, ``pm.gp.Latent``, a covariance the sparse
+        likelihood does not cover), with a :class:`~pymc_sle.kernels.DenseFromSparseWarning`
+        when it does (default 1.6e9, 200 million distances). The block is formed when such a
+        graph runs, never while it is built.
 
     Raises
     ------
@@ -221,6 +227,7 @@ class SLE(LandmarkCovariance):
         active_dims=None,
         radius_max: float | None = None,
         embedding: str = "auto",
+        dense_limit: float | None = None,
     ):
         super().__init__(
             distances,
@@ -230,6 +237,7 @@ class SLE(LandmarkCovariance):
             inner_kwargs=inner_kwargs,
             input_dim=input_dim,
             active_dims=active_dims,
+            dense_limit=dense_limit,
         )
         _check_searched_inner(radius, type(self.inner), inner_kwargs or {})
         m = self.n_landmarks
@@ -346,6 +354,14 @@ class SLE(LandmarkCovariance):
         every_column = np.array_equal(columns, np.arange(X.n_columns))
         return (X if every_column else X.take(cols=columns)).truncate(self.radius_max)
 
+    def full(self, X, Xs=None) -> pt.TensorVariable:
+        """The covariance; the training covariance ``full(X)`` is tagged with this kernel and
+        ``X`` (:func:`training_covariance_of`), for the likelihood that specialises it."""
+        K = super().full(X, Xs)
+        if Xs is None:
+            K.tag.sle_training_covariance_of = (self, X, K)
+        return K
+
     def _embed(self, to_landmarks):
         return bump(to_landmarks, self.radius, self.amplitude, self.shape)
 
@@ -354,11 +370,13 @@ class SLE(LandmarkCovariance):
         mass where the embedding degenerates (``docs/hyperposterior.md``): below the smallest
         training distance every embedding is one-hot and the likelihood is flat in the radius;
         far above the largest the kernel depends on ``radius**2 * ls`` only (a ridge)."""
-        block = self._fixed_to_landmarks(X)
         radius, self._radius_prior = self._radius_prior, None
-        if radius is None or block is None:
+        if radius is None or can_change(X):
             return
-        block = block[np.isfinite(block)]  # sparse distances: inf where none is stored
+        block = self._fixed_to_landmarks(X)
+        if block is None:  # sparse distances: those stored below the radius bound
+            block = self.sparse_to_landmarks(X).values
+        block = block[np.isfinite(block)]
         if not (block > 0).any():
             return
         low, high = float(block[block > 0].min()), float(block.max())
@@ -397,3 +415,10 @@ class SLE(LandmarkCovariance):
             SPARSE_FILL_THRESHOLD,
             radius_max=self.radius_max,
         )
+
+
+def training_covariance_of(variable) -> tuple[SLE, object, pt.TensorVariable] | None:
+    """``(kernel, X, K)`` when ``variable`` is the training covariance ``K = kernel.full(X)`` of
+    an :class:`SLE` or a clone of it (clones keep the tag: ``K`` is the original), else
+    ``None``."""
+    return getattr(variable.tag, "sle_training_covariance_of", None)

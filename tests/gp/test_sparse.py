@@ -376,14 +376,11 @@ def test_bad_inputs_on_the_sparse_path_name_their_argument():
         sle.suggest_bounds(sparse_d, np.arange(30), y)
 
 
-def test_dense_graphs_on_large_sparse_distances_are_refused(monkeypatch):
-    from pymc_sle.kernels import _landmark
-
+def test_dense_graphs_on_large_sparse_distances_are_refused():
     D = sle.SparseDistanceMatrix.from_dense(_points(30), cutoff=0.3)
-    monkeypatch.setattr(_landmark, "_DENSE_FROM_SPARSE_LIMIT", 100)
-    cov = sle.SLE(D, radius=0.2, ls=1.0, inner="rbf")
+    cov = sle.SLE(D, radius=0.2, ls=1.0, inner="rbf", dense_limit=100)
     with pytest.raises(ValueError, match=r"dense \(n_points, n_landmarks\) = \(30, 30\) block"):
-        cov(np.arange(30)[:, None])
+        cov(np.arange(30)[:, None]).eval()
 
 
 @pytest.mark.slow
