@@ -13,6 +13,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from pymc_sle._validation import as_index_array, indices_or_all
+from pymc_sle.distances._cutoff import resolve_cutoff
 from pymc_sle.distances._matrix import DistanceMatrix
 from pymc_sle.distances._methods import GEODESIC_METHODS
 from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
@@ -184,7 +185,8 @@ def geodesic(
     cols=None,
     *,
     method: str = "graph",
-    cutoff: float | None = None,
+    cutoff: float | str | None = None,
+    per_bump: int = 32,
     n_jobs: int = 1,
     progress: bool = False,
 ) -> DistanceMatrix | SparseDistanceMatrix:
@@ -212,6 +214,11 @@ def geodesic(
         follows the number of vertices within it, not ``V``. For large training sets; the SLE
         radius must then stay at or below ``cutoff``. ``method="graph"`` only. Vertices in
         different connected components are beyond any cutoff (not stored, not an error).
+        ``"auto"``: the cutoff at which a typical row reaches ``per_bump`` columns (the median
+        ``per_bump``-th nearest column of up to 256 rows searched in full; see
+        ``pymc_sle.distances._cutoff``).
+    per_bump : int, default 32
+        With ``cutoff="auto"``: the number of columns (landmarks) a row's bump should reach.
     n_jobs : int, default 1
         Processes over which the columns are split (-1: all cores).
     progress : bool, default False
@@ -236,12 +243,8 @@ def geodesic(
     """
     if method not in _SOLVERS:
         raise ValueError(f"`method` must be one of {GEODESIC_METHODS}, but got {method!r}")
-    if cutoff is not None:
-        if method != "graph":
-            raise ValueError(f"`cutoff` needs method='graph', but method is {method!r}")
-        cutoff = float(cutoff)
-        if not (np.isfinite(cutoff) and cutoff > 0):
-            raise ValueError(f"`cutoff` must be positive and finite, but got {cutoff!r}")
+    if cutoff is not None and method != "graph":
+        raise ValueError(f"`cutoff` needs method='graph', but method is {method!r}")
     if method in _EXTRA:
         try:
             __import__(_EXTRA[method])
@@ -254,6 +257,12 @@ def geodesic(
     row_ids = indices_or_all("rows", rows, n, axis_name="vertices")
     col_ids = indices_or_all("cols", cols, n, axis_name="vertices")
     labels = mesh.component_labels  # also builds the edge graph once, before workers get the mesh
+    automatic = cutoff == "auto"
+    cutoff = resolve_cutoff(
+        cutoff, per_bump, row_ids.size, col_ids.size,
+        lambda positions: csgraph.dijkstra(mesh.edge_graph, directed=False,
+                                           indices=row_ids[positions])[:, col_ids],
+    )  # fmt: skip
     unreachable = _first_unreachable(labels[row_ids], labels[col_ids])
     if unreachable is not None and cutoff is None:  # with a cutoff: simply not stored
         i, j = unreachable
@@ -272,6 +281,8 @@ def geodesic(
         "rows": row_ids.tolist() if rows is not None else None,
         "cols": col_ids.tolist() if cols is not None else None,
     }
+    if automatic:
+        metadata["per_bump"] = per_bump
     if cutoff is not None:
         row_of = np.full(n, -1, dtype=np.int64)
         row_of[row_ids] = np.arange(row_ids.size)

@@ -14,9 +14,10 @@ import joblib
 import numpy as np
 
 from pymc_sle._validation import indices_or_all, thread_count
+from pymc_sle.distances._cutoff import resolve_cutoff
 from pymc_sle.distances._identity import metric_identity, metric_name
 from pymc_sle.distances._matrix import DistanceMatrix
-from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix, checked_cutoff
+from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
 from pymc_sle.distances._store import ChunkStore
 
 __all__ = ["MetricError", "pairwise"]
@@ -220,7 +221,8 @@ def pairwise(
     client=None,
     progress: bool = True,
     metric_id: str | None = None,
-    cutoff: float | None = None,
+    cutoff: float | str | None = None,
+    per_bump: int = 32,
 ) -> DistanceMatrix | SparseDistanceMatrix:
     r"""Distances :math:`D_{ij} = d(\text{items}[\text{rows}_i], \text{items}[\text{cols}_j])`.
 
@@ -275,7 +277,11 @@ def pairwise(
         gets it (``edit_distance`` stops counting edits there, with rapidfuzz's
         ``score_cutoff``), and a ``lower_bound(row_items, col_items) -> ndarray`` attribute,
         which must never exceed the metric, skips the pairs and blocks it puts at or above the
-        cutoff.
+        cutoff. ``"auto"``: the cutoff at which a typical row reaches ``per_bump`` columns (the
+        median ``per_bump``-th nearest column of up to 256 rows evaluated against every column
+        first; see ``pymc_sle.distances._cutoff``).
+    per_bump : int, default 32
+        With ``cutoff="auto"``: the number of columns (landmarks) a row's bump should reach.
 
     Returns
     -------
@@ -317,8 +323,14 @@ def pairwise(
     thread_count(n_jobs)
     if client is not None:
         _check_client(client)
-    if cutoff is not None:
-        cutoff = checked_cutoff(cutoff)
+    automatic = isinstance(cutoff, str) and cutoff == "auto"
+    cutoff = resolve_cutoff(
+        cutoff, per_bump, row_ids.size, col_ids.size,
+        lambda positions: pairwise(
+            items, metric, row_ids[positions], col_ids, symmetric=False, n_jobs=n_jobs,
+            client=client, progress=False, metric_id=metric_id,
+        ).values,
+    )  # fmt: skip
 
     chunks = _plan(row_ids.size, col_ids.size, symmetric, chunk_size)
     values = np.zeros((row_ids.size, col_ids.size)) if cutoff is None else None
@@ -380,6 +392,7 @@ def pairwise(
         if cols is not None
         else None,
         **({"to": len(to)} if to is not None else {}),
+        **({"per_bump": per_bump} if automatic else {}),
     }
     if cutoff is None:
         return DistanceMatrix(values, metadata=metadata)

@@ -185,7 +185,8 @@ def wasserstein(
     store: str | os.PathLike | None = None,
     client=None,
     progress: bool = True,
-    cutoff: float | None = None,
+    cutoff: float | str | None = None,
+    per_bump: int = 32,
 ) -> DistanceMatrix | SparseDistanceMatrix:
     r"""Exact Wasserstein-2 distances between probability measures.
 
@@ -230,7 +231,11 @@ def wasserstein(
         the largest W2 between the measures' projections on the coordinate axes and 32 random
         directions (a projection on a unit direction never increases W2), so no pair within the
         cutoff is lost. Each bound costs a sort and a merge per direction, far less than a
-        network-simplex solve.
+        network-simplex solve. ``"auto"``: the cutoff at which a typical row reaches
+        ``per_bump`` columns, as in :func:`~pymc_sle.distances.pairwise` (its up to 256 rows
+        against every column are exact solves).
+    per_bump : int, default 32
+        With ``cutoff="auto"``: the number of columns (landmarks) a row's bump should reach.
 
     Returns
     -------
@@ -263,4 +268,5 @@ def wasserstein(
         progress=progress,
         metric_id=repr(metric),
         cutoff=cutoff,
+        per_bump=per_bump,
     )
