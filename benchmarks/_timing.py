@@ -1,10 +1,17 @@
-"""Timing shared by the benchmarks."""
+"""Timing, peak memory and fresh processes shared by the benchmarks."""
 
 from __future__ import annotations
 
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
 
 import numpy as np
+
+from benchmarks._paths import ROOT
 
 
 def interleaved_ms(functions: dict, rounds: int, statistic=np.median) -> dict[str, float]:
@@ -23,3 +30,38 @@ def interleaved_ms(functions: dict, rounds: int, statistic=np.median) -> dict[st
             functions[name]()
             times[name].append(time.perf_counter() - start)
     return {name: 1e3 * float(statistic(t)) for name, t in times.items()}
+
+
+def paired_ms(first, second, reps: int) -> tuple[float, float, float]:
+    """Median ms of ``first`` and of ``second``, called alternately, and the median of their
+    ratio rep by rep: on a shared machine, a change of load hits both sides of each ratio."""
+    first(), second()  # warm-up
+    times = np.empty((reps, 2))
+    for rep in range(reps):
+        for k, fn in enumerate((first, second)):
+            began = time.perf_counter()
+            fn()
+            times[rep, k] = time.perf_counter() - began
+    medians = 1e3 * np.median(times, axis=0)
+    return float(medians[0]), float(medians[1]), float(np.median(times[:, 0] / times[:, 1]))
+
+
+def peak_mib() -> float:
+    """This process's peak resident memory so far, in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def in_child(module: str, function: str, *args, env: dict | None = None) -> dict:
+    """``module.function(*args)`` (a dict) in a fresh Python process: its peak memory, its
+    environment (``env`` added to this one's) and its BLAS are its own."""
+    code = (
+        "import json\n"
+        f"from {module} import {function}\n"
+        f"print('RESULT', json.dumps({function}(*{args!r})))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, **(env or {})})  # fmt: skip
+    if out.returncode:
+        raise RuntimeError(f"{module}.{function}{args} failed:\n{out.stderr[-3000:]}")
+    line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line.removeprefix("RESULT "))

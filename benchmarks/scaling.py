@@ -28,15 +28,14 @@ import json
 import os
 import platform
 import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks._paths import RESULTS, ROOT, SHARED_DATA
+from benchmarks._paths import RESULTS, SHARED_DATA
 from benchmarks._scaling_report import NUTS_TARGET_RUN, figure, summary, targets
+from benchmarks._timing import in_child, paired_ms, peak_mib
 
 BUNNY = SHARED_DATA / "stanford-bunny.obj"
 #: The NUTS section's field: periods of the geodesic sine. With the sizes' 3 periods the radius
@@ -44,7 +43,7 @@ BUNNY = SHARED_DATA / "stanford-bunny.obj"
 NUTS_OSCILLATIONS = 24.0
 
 
-def _mesh(name: str):
+def mesh_named(name: str):
     """The named mesh's largest component: the Stanford bunny (when ``../shared/data`` has it)
     or an icosphere with ``2 + 10 * 4**k`` vertices (``icosphere-k``)."""
     from pymc_sle.distances import Mesh, load_mesh
@@ -89,7 +88,7 @@ def _field(mesh_name: str, n_train: int, n_test: int, seed: int = 0, oscillation
     held-out set does not depend on ``n_train``)."""
     from pymc_sle.datasets import geodesic_sine_field
 
-    mesh = _mesh(mesh_name)
+    mesh = mesh_named(mesh_name)
     field = geodesic_sine_field(mesh, oscillations=oscillations)
     rng = np.random.default_rng(seed)
     order = rng.permutation(mesh.n_vertices)
@@ -210,7 +209,7 @@ def _problem_data(mesh_name: str, n: int, per_bump: float):
     """The training vertices, their distances below the cutoff, the cutoff and ``y``."""
     from pymc_sle.distances import geodesic
 
-    mesh = _mesh(mesh_name)
+    mesh = mesh_named(mesh_name)
     rng = np.random.default_rng(0)
     n = min(n, mesh.n_vertices)
     train = np.sort(rng.choice(mesh.n_vertices, n, replace=False))
@@ -220,10 +219,6 @@ def _problem_data(mesh_name: str, n: int, per_bump: float):
     distances_s = time.perf_counter() - began
     y = np.sin(6.0 * mesh.vertices[train, 1] / np.ptp(mesh.vertices[:, 1]))
     return distances, distances_s, cutoff, y + 0.1 * rng.standard_normal(n)
-
-
-def _peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def measure(mesh_name: str, n: int, per_bump: float, reps: int) -> dict:
@@ -247,7 +242,7 @@ def measure(mesh_name: str, n: int, per_bump: float, reps: int) -> dict:
         factorize(symbolic, values)
         return values
 
-    sparse_ms, factor_ms, gradient_ratio = _paired_ms(value_and_grad, factor_only, reps)
+    sparse_ms, factor_ms, gradient_ratio = paired_ms(value_and_grad, factor_only, reps)
     factor = factor_only()
     selinv_ms = median_ms(lambda: selected_inverse(symbolic, factor), reps)
     del model, value_and_grad
@@ -269,22 +264,8 @@ def measure(mesh_name: str, n: int, per_bump: float, reps: int) -> dict:
         "gradient_ratio": gradient_ratio,
         "selinv_ms": selinv_ms,
         "matern_ms": matern_ms,
-        "peak_mib": _peak_mib(),
+        "peak_mib": peak_mib(),
     }
-
-
-def _paired_ms(first, second, reps: int) -> tuple[float, float, float]:
-    """Median ms of ``first`` and of ``second``, called alternately, and the median of their
-    ratio rep by rep: on a shared machine, a change of load hits both sides of each ratio."""
-    first(), second()  # warm-up
-    times = np.empty((reps, 2))
-    for rep in range(reps):
-        for k, fn in enumerate((first, second)):
-            began = time.perf_counter()
-            fn()
-            times[rep, k] = time.perf_counter() - began
-    medians = 1e3 * np.median(times, axis=0)
-    return float(medians[0]), float(medians[1]), float(np.median(times[:, 0] / times[:, 1]))
 
 
 def measure_dense(mesh_name: str, n: int, per_bump: float, reps: int) -> dict:
@@ -296,7 +277,7 @@ def measure_dense(mesh_name: str, n: int, per_bump: float, reps: int) -> dict:
     del distances
     model, _ = _model(dense, np.arange(dense.shape[0]), y, radius=cutoff)
     dense_ms = median_ms(compile_value_and_grad(model, "FAST_RUN"), max(1, reps // 2))
-    return {"dense_ms": dense_ms, "dense_peak_mib": _peak_mib()}
+    return {"dense_ms": dense_ms, "dense_peak_mib": peak_mib()}
 
 
 def _sparse_op(model):
@@ -311,16 +292,7 @@ def _sparse_op(model):
 
 def _child(function: str, *args) -> dict:
     """``function(*args)`` in a fresh process, so that each row's peak memory is its own."""
-    code = (
-        "import json\n"
-        f"from benchmarks.scaling import {function}\n"
-        f"print('RESULT', json.dumps({function}(*{args!r})))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    if out.returncode:
-        raise RuntimeError(f"{function}{args} failed:\n{out.stderr[-3000:]}")
-    line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line.removeprefix("RESULT "))
+    return in_child("benchmarks.scaling", function, *args)
 
 
 def _here(function: str, *args) -> dict:

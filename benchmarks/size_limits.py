@@ -30,12 +30,9 @@ from __future__ import annotations
 
 import argparse
 import ctypes.util
-import json
 import os
 import platform
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -44,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._paths import write_results
+from benchmarks._timing import in_child
 
 HERE = Path(__file__).resolve().parent
 
@@ -120,21 +118,7 @@ def measure_blas(n: int, gp_class: str, reps: int) -> dict:
 
 
 def _child(function: str, *args, env: dict | None = None) -> dict:
-    code = (
-        "import json, sys\n"
-        f"from benchmarks.size_limits import {function}\n"
-        f"print('RESULT', json.dumps({function}(*{args!r})))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=HERE.parent,
-        env={**os.environ, **(env or {})},
-    )
-    line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line.removeprefix("RESULT "))
+    return in_child("benchmarks.size_limits", function, *args, env=env)
 
 
 def blas_rows(sizes, reps: int, rounds: int) -> list[dict]:
