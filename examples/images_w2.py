@@ -65,7 +65,7 @@ with pm.Model() as model:
         W2, landmarks=train, radius=priors["radius"], ls=priors["ls"], inner="matern32"
     )
     mean = pm.gp.mean.Constant(pm.Normal("mean", y_train.mean(), 2.0 * y_train.std()))
-    gp = sle.gp.Marginal(mean_func=mean, cov_func=cov)
+    gp = pm.gp.Marginal(mean_func=mean, cov_func=cov)
     gp.marginal_likelihood("y", X=train[:, None], y=y_train, sigma=priors["sigma"])
     idata = sle.sample_basins(  # pm.sample when the radius has one basin
         priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1

@@ -62,17 +62,16 @@ train, test = np.sort(order[:n_train]), np.sort(order[n_train:])
 # %%
 # Distances below a cutoff, from every vertex (rows) to the training vertices (columns). One
 # Dijkstra search per training vertex stops at the cutoff. The cutoff bounds the bump radius and
-# sets the cost; here each bump holds about 32 training vertices (a disc of that many vertices'
-# share of the surface).
-a, b, c = (mesh.vertices[mesh.faces[:, k]] for k in range(3))
-area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1).sum()
-cutoff = float(np.sqrt(32 * area / (np.pi * n_train)))
-D = geodesic(mesh.vertices, mesh.faces, cols=train, cutoff=cutoff, n_jobs=2)
+# sets the cost; ``cutoff="auto"`` puts it where a typical vertex reaches ``per_bump`` training
+# vertices.
+D = geodesic(mesh.vertices, mesh.faces, cols=train, cutoff="auto", per_bump=32, n_jobs=2)
+cutoff = D.cutoff
 print(f"{mesh.n_vertices:,} vertices, {n_train:,} training; {D!r}")
 
 # %%
 # The model. The radius prior is bounded by the cutoff; the RBF inner kernel and scalar
-# parameters make ``sle.gp.Marginal`` take the sparse exact likelihood.
+# parameters make the marginal likelihood the sparse exact one; ``sle.gp.Marginal`` is
+# ``pm.gp.Marginal`` whose ``predict`` is sparse too.
 with pm.Model() as model:
     radius = pm.Uniform("radius", cutoff / 4, cutoff)
     ls = pm.LogNormal("ls", np.log(2.0), 1.0)

@@ -62,7 +62,7 @@ with pm.Model() as model:
     cov = priors["eta"] ** 2 * sle.SLE(
         D, radius=priors["radius"], ls=priors["ls"], inner="matern52"
     )
-    gp = sle.gp.Marginal(cov_func=cov)
+    gp = pm.gp.Marginal(cov_func=cov)
     gp.marginal_likelihood("y", X=train[:, None], y=y_train, sigma=priors["sigma"])
     # Every radius basin, its chains confined to it, pooled by mass (pm.sample when there is one),
     # with target_accept 0.9 (sample_basins's default).

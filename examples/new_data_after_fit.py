@@ -53,7 +53,7 @@ with pm.Model() as model:
         input_dim=n_train,  # feature mode
     )
     mean = pm.gp.mean.Constant(pm.Normal("mean", y_train.mean(), 2.0 * y_train.std()))
-    gp = sle.gp.Marginal(mean_func=mean, cov_func=cov)
+    gp = pm.gp.Marginal(mean_func=mean, cov_func=cov)
     gp.marginal_likelihood("y", X=W_train.values, y=y_train, sigma=priors["sigma"])
     idata = sle.sample_basins(  # one BLAS thread per parallel chain, by itself
         priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1

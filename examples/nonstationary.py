@@ -61,7 +61,7 @@ def fit(stationary: bool):
         priors = sle.scale_priors(y[train])
         ls = pm.LogNormal("ls", 0.0, 1.0)
         cov = priors["eta"] ** 2 * sle.SLE(D, landmarks=train, radius=radius, ls=ls)
-        gp = sle.gp.Marginal(cov_func=cov)
+        gp = pm.gp.Marginal(cov_func=cov)
         gp.marginal_likelihood("y", X=train[:, None], y=y[train], sigma=priors["sigma"])
         point = sle.find_map(seed=1).point
         mu, var = gp.predict(test[:, None], point=point, diag=True, pred_noise=True)

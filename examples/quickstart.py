@@ -46,7 +46,7 @@ with pm.Model() as model:
     )
     # eta**2 * SLE(distances, landmarks, radius, ls, inner) as the priors were searched for, in
     # a drop-in for pm.gp.Marginal whose likelihood gradient costs one Cholesky, not several.
-    gp = sle.gp.Marginal(cov_func=priors.covariance())
+    gp = pm.gp.Marginal(cov_func=priors.covariance())
     gp.marginal_likelihood("y", X=X_train, y=data.y_train, sigma=priors["sigma"])
 
     # pm.sample when the radius posterior has one basin; otherwise every basin, pooled. Parallel

@@ -43,7 +43,7 @@ with pm.Model() as model:
     cov = priors["eta"] ** 2 * sle.SLE(
         data.distances, landmarks=data.train, radius=priors["radius"], ls=priors["ls"]
     )
-    gp = sle.gp.Marginal(cov_func=cov)
+    gp = pm.gp.Marginal(cov_func=cov)
     gp.marginal_likelihood("y", X=data.train[:, None], y=data.y_train, sigma=priors["sigma"])
 
 # %%

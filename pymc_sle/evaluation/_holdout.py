@@ -261,8 +261,8 @@ def fit_and_score(
         )
     idata.add_groups(posterior_predictive=predictive.posterior_predictive)
     # what NUTS sampled: sample_basins' pooled draws of several basins have no basin label
-    watched = [rv.name for rv in model.free_RVs] if priors is None else priors.var_names(
-        model, idata
+    watched = (
+        [rv.name for rv in model.free_RVs] if priors is None else priors.var_names(model, idata)
     )
     summary, diagnostics = convergence(idata, watched)
     return HoldoutFit(
