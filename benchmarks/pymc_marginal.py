@@ -115,7 +115,7 @@ def _summary(result: dict) -> str:
         "",
         f"Mesh: {result['mesh']}; {result['machine']}; one BLAS thread; medians of "
         f"{result['reps']} alternate calls (ratio: median call by call). Method: "
-        "[benchmarks/pymc_marginal.py](../pymc_marginal.py).",
+        "`benchmarks/pymc_marginal.py`.",
         "",
         "| distances | n | inner | stored a row | `pm.gp.Marginal` ms | `sle.gp.Marginal` ms "
         "| ratio | max rel. difference |",

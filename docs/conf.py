@@ -107,7 +107,7 @@ if OFFLINE:
 # matches (tests/test_docs.py fails when one does not). Regenerate after editing an example:
 #     PYMC_SLE_GALLERY_RUN='mesh_gp' sphinx-build -b html docs docs/_build/html
 # (a regular expression on the file path; '.' re-runs every example that changed). The test suite
-# runs every example in --quick mode on its own (tests/test_examples.py).
+# runs every example in --quick mode on its own (tests/examples/test_examples.py).
 sys.path.insert(0, str(DOCS))
 # PyTensor's notice that it found no BLAS to link depends on the machine that ran the examples,
 # not on the examples (getting started explains it): the pages do not show it.

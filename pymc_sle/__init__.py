@@ -10,8 +10,9 @@ rest, one per stage of the data flow, each importing from the stages below it on
                   the builders, parallel and resumable, and the two validated distance types
     kernels/      bump -> landmark embedding -> the SLE covariance; the baselines it is
                   measured against; each Op with its C, NUMBA and JAX implementations
-    gp/           the marginal likelihood with an analytic gradient (gp.Marginal), dense and,
-                  in gp/_sparse/, through a sparse factorisation
+    gp/           the marginal likelihood with an analytic gradient, dense and, in gp/_sparse/,
+                  through a sparse factorisation; the logprob rewrite that gives it to
+                  pm.gp.Marginal(cov_func=SLE(...)); gp.Marginal (sparse predictions)
     inference/    bounds -> grid posterior -> search -> basins -> sampled scales -> the model
                   step (sle_priors); MAP; the basin sampler
     evaluation/   metrics, PSD diagnostics, exact LOO, the own-landmark predictive, and the

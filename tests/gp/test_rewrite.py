@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import pytest
 from pytensor.graph.traversal import ancestors
@@ -198,3 +199,25 @@ def test_dense_limit_must_be_a_positive_number(limit):
     sparse = sle.SparseDistanceMatrix.from_dense(_points(), cutoff=CUTOFF)
     with pytest.raises((ValueError, TypeError), match="`dense_limit`"):
         sle.SLE(sparse, radius=0.2, ls=1.0, dense_limit=limit)
+
+
+def test_the_sparse_measurable_normal_draws_from_the_covariance_without_forming_it():
+    """Its draws come from the sparse factor: their covariance is ``s K + v I``."""
+    from pymc_sle.gp._marginal_form import marginal_form, sparse_likelihood
+    from pymc_sle.gp._rewrite import SparseSLEMarginalNormal
+
+    D = _points()
+    sparse = sle.SparseDistanceMatrix.from_dense(D, cutoff=CUTOFF)
+    X = np.arange(N)[:, None]
+    K = sle.SLE(sparse, radius=0.25, ls=0.8, inner="rbf")(X)
+    cov = 1.5 * K + 0.04 * pt.eye(N)
+    problem, parameters = sparse_likelihood(marginal_form(cov), 0)
+    rv = SparseSLEMarginalNormal.rv_op(0.3, *parameters, problem=problem, size=(40_000,),
+                                       rng=pytensor.shared(np.random.default_rng(5)))  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DenseFromSparseWarning)
+        draws = rv.eval()
+    expected = 1.5 * sle.SLE(D, radius=0.25, ls=0.8, inner="rbf")(X).eval() + 0.04 * np.eye(N)
+    assert draws.shape == (40_000, N)
+    np.testing.assert_allclose(draws.mean(axis=0), 0.3, atol=0.05)
+    np.testing.assert_allclose(np.cov(draws.T), expected, atol=0.06)

@@ -21,7 +21,7 @@ of the embedding): the model stays a valid GP whatever the error.
   :math:`\sigma \to \infty`, so the trapezoidal rule in :math:`\sigma` converges exponentially
   in its step. The steps and ranges below are the smallest found (on a grid of step, lower and
   upper limit) whose largest error over :math:`x \in \{0\} \cup [10^{-16}, 10^6]` stays under
-  the stated bound, checked by ``tests/test_sparse_likelihood.py``:
+  the stated bound, checked by ``tests/gp/test_sparse.py``:
 
   ======== ======== ================ ===== ===================
   kernel    step      log-rate range    Q    max abs error
