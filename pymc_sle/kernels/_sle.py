@@ -356,7 +356,8 @@ class SLE(LandmarkCovariance):
 
     def full(self, X, Xs=None) -> pt.TensorVariable:
         """The covariance; the training covariance ``full(X)`` is tagged with this kernel and
-        ``X`` (:func:`training_covariance_of`), for the likelihood that specialises it."""
+        ``X`` (``pymc_sle.kernels._sle.training_covariance_of``), for the likelihood that
+        specialises it."""
         K = super().full(X, Xs)
         if Xs is None:
             K.tag.sle_training_covariance_of = (self, X, K)

@@ -361,3 +361,14 @@ def test_subsample_search_benchmark_quick(tmp_path):
     text = (tmp_path / "subsample_search_quick.md").read_text()
     assert text.startswith("# sle_priors at scale: the search on a random subset")
     assert "## At N = 1,500" in text
+
+
+def test_pymc_marginal_benchmark_quick(tmp_path):
+    result = run_quick("pymc_marginal", tmp_path)
+    assert [(row["problem"], row["n"]) for row in result["rows"]] == [("dense", 200),
+                                                                       ("sparse", 400)]  # fmt: skip
+    for row in result["rows"]:
+        assert row["pymc_ms"] > 0 and row["sle_ms"] > 0 and row["ratio"] > 0
+        assert row["max_relative_difference"] < 1e-10  # the two classes give one density
+    assert 20 < result["rows"][1]["stored_per_row"] < 45  # cutoff="auto": ~32 a row
+    assert (tmp_path / "pymc_marginal_quick.md").exists()
