@@ -256,14 +256,15 @@ def fit_and_score(
             idata = pm.sample(**options)
             idata.posterior.attrs["target_accept"] = options["target_accept"]
         sampling_seconds = time.perf_counter() - start
+        # what NUTS sampled, before the prediction adds variables: sample_basins' pooled draws
+        # of several basins have no basin label
+        watched = (
+            [rv.name for rv in model.free_RVs] if priors is None else priors.var_names(model, idata)
+        )
         predictive, pareto_k = holdout_predictive(
             idata, gp, X_test, settings, model=model, latent=latent, prediction=prediction
         )
     idata.add_groups(posterior_predictive=predictive.posterior_predictive)
-    # what NUTS sampled: sample_basins' pooled draws of several basins have no basin label
-    watched = (
-        [rv.name for rv in model.free_RVs] if priors is None else priors.var_names(model, idata)
-    )
     summary, diagnostics = convergence(idata, watched)
     return HoldoutFit(
         idata=idata,
