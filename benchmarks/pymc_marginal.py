@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -165,7 +167,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     mesh = "icosphere-3" if args.quick else ("bunny" if BUNNY.exists() else "icosphere-6")
     problems, reps = (QUICK, 2) if args.quick else (PROBLEMS, 7)
-    result = {"mesh": mesh, "machine": f"{__import__('os').cpu_count()} cores", "reps": reps}
+    result = {"mesh": mesh, "machine": f"{os.cpu_count()} cores", "reps": reps}
     result["rows"] = [measure(mesh, n, inner, dense, reps) for _, n, inner, dense in problems]
     if not args.quick:  # each class alone in a fresh process, at the largest size
         _, n, inner, dense = problems[-1]
@@ -177,7 +179,7 @@ def main(argv=None) -> None:
         }
     result["targets"] = _targets(result)
     stem = "pymc_marginal_quick" if args.quick else "pymc_marginal"
-    out = __import__("pathlib").Path(args.out)
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{stem}.json").write_text(json.dumps(result, indent=2))
     (out / f"{stem}.md").write_text(_summary(result))

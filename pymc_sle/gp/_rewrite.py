@@ -49,32 +49,23 @@ from pymc_sle.gp._sparse import SparseSLELogDensity, draw
 __all__ = ["SLEMarginalNormal", "SparseSLEMarginalNormal", "sle_marginal_normal"]
 
 
-class _MarginalNormal(SymbolicRandomVariable):
-    """A multivariate normal whose draws are ``MvNormal(mean, cov)``'s and whose density the
-    library computes; introduced by :func:`sle_marginal_normal` only."""
+class SLEMarginalNormal(SymbolicRandomVariable):
+    """``MvNormal(mean, cov)`` -- the same draws -- whose density is
+    :func:`~pymc_sle.gp.gaussian_logp`; introduced by :func:`sle_marginal_normal` only."""
+
+    name = "sle_marginal_normal"
+    extended_signature = "[rng],[size],(n),(n,n)->[rng],(n)"
+    _print_name = ("SLEMarginalNormal", "\\operatorname{SLEMarginalNormal}")
 
     def __init__(self, *args, method: str, **kwargs):
         super().__init__(*args, **kwargs)
         self.method = method
 
     @classmethod
-    def _draws(cls, mean, cov, rng, size, method):
+    def rv_op(cls, mean, cov, *, method: str = "cholesky", rng=None, size=None):
         rng, size = normalize_rng_param(rng), normalize_size_param(size)
         next_rng, draws = multivariate_normal(mean, cov, size=size, rng=rng,
                                               method=method).owner.outputs  # fmt: skip
-        return rng, size, next_rng, draws
-
-
-class SLEMarginalNormal(_MarginalNormal):
-    """``MvNormal(mean, cov)`` whose density is :func:`~pymc_sle.gp.gaussian_logp`."""
-
-    name = "sle_marginal_normal"
-    extended_signature = "[rng],[size],(n),(n,n)->[rng],(n)"
-    _print_name = ("SLEMarginalNormal", "\\operatorname{SLEMarginalNormal}")
-
-    @classmethod
-    def rv_op(cls, mean, cov, *, method: str = "cholesky", rng=None, size=None):
-        rng, size, next_rng, draws = cls._draws(mean, cov, rng, size, method)
         return cls(inputs=[rng, size, mean, cov], outputs=[next_rng, draws],
                    method=method)(rng, size, mean, cov)  # fmt: skip
 
