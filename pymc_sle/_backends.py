@@ -13,6 +13,11 @@ thread, and the previous count is restored when it returns; in the main process 
 changes, so a single large fit keeps every BLAS thread. The limit costs a few microseconds per
 call.
 
+:func:`object_mode_perform` is the NUMBA backend (nutpie) of an Op whose work is one call of
+compiled kernels from Python: ``perform`` runs in object mode. That holds the GIL, but the
+kernels it calls release it (``nogil=True``), so nutpie's chains, threads of one process, run
+them in parallel (:doc:`/performance`).
+
 :func:`register_jax` registers an Op's ``jax_funcify`` implementation beside the Op (its C and
 NUMBA implementations are the numba kernels its module compiles): when JAX is not installed it
 registers nothing, and the Op runs on the other backends only.
@@ -27,7 +32,7 @@ from contextlib import nullcontext
 
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["one_blas_thread_in_workers", "register_jax", "worker_blas_limit"]
+__all__ = ["object_mode_perform", "one_blas_thread_in_workers", "register_jax", "worker_blas_limit"]
 
 #: ``(pid, controller)``: found afresh in each process, as a forked child must not use its
 #: parent's.
@@ -68,3 +73,33 @@ def register_jax(op_class: type):
         return funcify
 
     return decorate
+
+
+def object_mode_perform(op, node):
+    """A numba function that runs ``op.perform`` for ``node`` in object mode (module notes):
+    it returns the node's outputs as a tuple, or its only output."""
+    import numba
+    from pytensor.link.numba.dispatch.basic import get_numba_type
+
+    signature = numba.types.Tuple([get_numba_type(output.type) for output in node.outputs])
+    n_outputs = len(node.outputs)
+
+    def python_perform(*inputs):
+        storage = [[None] for _ in range(n_outputs)]
+        op.perform(node, inputs, storage)
+        return tuple(cell[0] for cell in storage)
+
+    @numba.njit
+    def perform(*inputs):
+        with numba.objmode(result=signature):
+            result = python_perform(*inputs)
+        return result
+
+    if n_outputs > 1:
+        return perform
+
+    @numba.njit
+    def value_only(*inputs):
+        return perform(*inputs)[0]
+
+    return value_only

@@ -12,13 +12,42 @@ the first name that builds a model (``sle.SLE``, ``sle.sle_priors``, ...).
 - :class:`GaussianLogDensity` / :func:`gaussian_logp` -- the PyTensor Op behind it, on the C,
   NUMBA and JAX backends;
 - :class:`SparseSLELogDensity` -- the exact SLE likelihood through a sparse factorisation,
-  which :class:`Marginal` takes on a :class:`~pymc_sle.SparseDistanceMatrix` (large data).
+  which :class:`Marginal` takes on a :class:`~pymc_sle.SparseDistanceMatrix` (large data);
+- :class:`Laplace` -- a latent GP with a non-Gaussian likelihood (:class:`Bernoulli`,
+  :class:`Binomial`, :class:`Poisson`; :class:`Gaussian` as the exact check), whose
+  hyperparameters NUTS samples through the Laplace approximation, dense or sparse
+  (``_laplace``).
 """
 
+from pymc_sle.gp._laplace import (
+    Bernoulli,
+    Binomial,
+    Gaussian,
+    Laplace,
+    LaplaceLogDensity,
+    LaplacePrediction,
+    Likelihood,
+    NewtonError,
+    Poisson,
+)
 from pymc_sle.gp._log_density import GaussianLogDensity, gaussian_logp
 from pymc_sle.gp._marginal import Marginal
 from pymc_sle.gp._sparse._op import SparseSLELogDensity
 
-__all__ = ["GaussianLogDensity", "Marginal", "SparseSLELogDensity", "gaussian_logp"]
+__all__ = [
+    "Bernoulli",
+    "Binomial",
+    "Gaussian",
+    "GaussianLogDensity",
+    "Laplace",
+    "LaplaceLogDensity",
+    "LaplacePrediction",
+    "Likelihood",
+    "Marginal",
+    "NewtonError",
+    "Poisson",
+    "SparseSLELogDensity",
+    "gaussian_logp",
+]
 
 import pymc_sle.gp._rewrite

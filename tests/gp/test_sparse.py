@@ -113,6 +113,22 @@ def test_the_gradient_matches_finite_differences():
         np.testing.assert_allclose(gradient[1 + k], (up - down) / (2 * step[k]), rtol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        (0.0, 1.0, 1.0, 1.5, 1.3, 0.2),  # an underflowed radius
+        (0.3, 1.0, 1.0, np.inf, 1.3, 0.2),  # an overflowed length scale (a sampler's wild step)
+        (0.3, 0.0, 1.0, 1.5, 1.3, 0.2),
+        (0.3, 1.0, 1.0, 1.5, 0.0, 0.2),
+        (0.3, 1.0, 1.0, 1.5, 1.3, np.nan),
+    ],
+)
+def test_parameters_outside_the_covariance_give_minus_infinity(params):
+    D = _points(30, seed=3)
+    value, gradient = log_density(_problem(D, cutoff=0.35), np.ones(30), *params)
+    assert value == -np.inf and not any(np.any(part) for part in gradient)
+
+
 def _problem(D, cutoff):
     sparse_d = sle.SparseDistanceMatrix.from_dense(D, cutoff=cutoff)
     return SparseSLEProblem(sparse_d.indptr, sparse_d.indices, sparse_d.values, D.shape[1], cutoff)

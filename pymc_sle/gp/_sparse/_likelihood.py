@@ -60,12 +60,19 @@ from pymc_sle.gp._sparse._problem import SparseSLEProblem
 
 __all__ = [
     "PARAMETERS",
+    "admissible",
     "bump_embedding",
+    "covariance_entries",
     "draw",
+    "factor_entries",
     "factorise",
+    "inverse_parts",
     "log_density",
+    "log_determinant_of",
+    "parameter_gradients",
     "posterior_weights",
     "row_norms",
+    "solve_b",
 ]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -166,15 +173,18 @@ def row_norms(indptr, phi, d_radius, d_shape):
 
 
 @numba.njit(cache=True, nogil=True)
-def _gradient(
-    pair_i, pair_j, selected, whitened, alpha, squared, squared_radius, squared_shape,
+def covariance_gradient(
+    pair_i, pair_j, selected, whitened, alpha, minus, squared, squared_radius, squared_shape,
     norms, norms_radius, norms_shape, g_low_rank, low_rank, rates, weights, kept,
     scale, gamma, amplitude,
 ):  # fmt: skip
-    """``d log p`` with respect to radius, amplitude, shape, gamma, scale and the noise.
+    """``tr(Omega dC)`` with respect to radius, amplitude, shape, gamma, scale and the noise,
+    for ``Omega = (alpha alpha^T - minus minus^T - C^{-1}) / 2`` (the Gaussian log density's
+    ``d log p / d C`` with ``minus = 0``; the Laplace approximation's with ``alpha`` and ``minus``
+    from ``pymc_sle.gp._laplace``).
 
-    ``whitened`` is ``Y = Z L_M^{-T}`` (``C^{-1} = B^{-1} - Y Y^T``), ``g_low_rank`` is ``d log p /
-    d U`` and ``low_rank`` is ``U``, both for the kept columns ``kept`` of the mixture."""
+    ``whitened`` is ``Y = Z L_M^{-T}`` (``C^{-1} = B^{-1} - Y Y^T``), ``g_low_rank`` is ``2 Omega
+    U`` and ``low_rank`` is ``U``, both for the kept columns ``kept`` of the mixture."""
     g_radius = g_amplitude = g_shape = g_gamma = g_scale = g_noise = 0.0
     per_norm = np.zeros(norms.size)
     for e in range(pair_i.size):
@@ -182,7 +192,7 @@ def _gradient(
         correction = 0.0
         for q in range(whitened.shape[1]):
             correction += whitened[i, q] * whitened[j, q]
-        weight = 0.5 * (alpha[i] * alpha[j] - selected[e] + correction)
+        weight = 0.5 * (alpha[i] * alpha[j] - minus[i] * minus[j] - selected[e] + correction)
         if i == j:
             g_noise += weight
         else:
@@ -224,6 +234,14 @@ def _gradient(
     return g_radius, g_amplitude, g_shape, g_gamma, g_scale, g_noise
 
 
+def admissible(radius, amplitude, ls, scale, noise) -> bool:
+    """Whether the parameters define a covariance: all finite, the radius, amplitude, length
+    scale and scale positive. A sampler's wild step outside (an underflowed radius, an
+    overflowed length scale) gets ``-inf``, a rejected proposal."""
+    values = (radius, amplitude, ls, scale, noise)
+    return bool(np.all(np.isfinite(values))) and min(radius, amplitude, ls, scale) > 0.0
+
+
 def _check_radius(problem: SparseSLEProblem, radius: float) -> None:
     if radius > problem.cutoff * (1.0 + 1e-12):
         raise ValueError(
@@ -237,9 +255,10 @@ def _check_radius(problem: SparseSLEProblem, radius: float) -> None:
 _NEGLIGIBLE = 1e-16
 
 
-def factorise(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, noise):
-    """Everything one evaluation needs: the embedding's quantities, the factor of ``B``
-    (``None`` if ``B`` is not numerically positive definite) and the low-rank part ``U``."""
+def covariance_entries(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale):
+    """The signal part of ``B`` on its pattern (``scale * sum_k w_k k~^k`` per pair, no noise),
+    the low-rank part ``U`` (its kept mixture columns ``kept``), ``gamma`` and the embedding's
+    norms and pair quantities: what one set of parameters fixes, whatever the noise."""
     _check_radius(problem, radius)
     gamma = 1.0 / (ls * ls)
     rates = problem.mixture.rates * gamma
@@ -250,15 +269,31 @@ def factorise(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, no
         phi, d_radius, d_shape, norms, *problem.pair_products, problem.pair_i, problem.pair_j
     )
     tilde = _tilde(norms[0], pairs[0], pairs[1], problem.pair_i, problem.pair_j, rates, weights)
-    values = np.zeros(problem.symbolic.n_values)
-    entries = scale * tilde
-    entries[problem.diagonal] += noise
-    values[problem.symbolic.entry_index] = entries
-    ok = factorize(problem.symbolic, values)
     low_rank = np.sqrt(scale * weights) * np.exp(-np.outer(norms[0], rates))
     kept = np.flatnonzero(low_rank.max(axis=0) > _NEGLIGIBLE * np.sqrt(scale))
     low_rank = np.ascontiguousarray(low_rank[:, kept])
-    return (values if ok else None), low_rank, kept, gamma, norms, pairs
+    return scale * tilde, low_rank, kept, gamma, norms, pairs
+
+
+def factor_entries(problem: SparseSLEProblem, entries, noise):
+    """The supernodal factor of ``B`` = the pattern's ``entries`` plus ``noise`` (a scalar, or
+    one value per training point) on the diagonal; ``None`` if ``B`` is not numerically
+    positive definite."""
+    values = np.zeros(problem.symbolic.n_values)
+    diagonal = entries.copy()
+    diagonal[problem.diagonal] += noise
+    values[problem.symbolic.entry_index] = diagonal
+    return values if factorize(problem.symbolic, values) else None
+
+
+def factorise(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, noise):
+    """Everything one evaluation needs: the embedding's quantities, the factor of ``B``
+    (``None`` if ``B`` is not numerically positive definite) and the low-rank part ``U``."""
+    entries, low_rank, kept, gamma, norms, pairs = covariance_entries(
+        problem, radius, amplitude, shape, ls, scale
+    )
+    factor = factor_entries(problem, entries, noise)
+    return factor, low_rank, kept, gamma, norms, pairs
 
 
 def solve_b(problem: SparseSLEProblem, factor, rhs: np.ndarray) -> np.ndarray:
@@ -275,6 +310,12 @@ def solve_b(problem: SparseSLEProblem, factor, rhs: np.ndarray) -> np.ndarray:
     solved = np.empty_like(solved_f)
     solved[symbolic.perm] = solved_f
     return solved
+
+
+def log_determinant_of(problem: SparseSLEProblem, factor) -> float:
+    """``log |B|`` from its supernodal factor."""
+    symbolic = problem.symbolic
+    return log_determinant(factor, symbolic.sn_start, symbolic.rows_ptr, symbolic.l_ptr)
 
 
 def posterior_weights(problem, factor, low_rank, residual):
@@ -308,6 +349,9 @@ def log_density(
     positive definite."""
     n = problem.n
     residual = np.asarray(residual, dtype=float)
+    if not admissible(radius, amplitude, ls, scale, noise):
+        zeros = (np.zeros(n), *np.zeros(len(PARAMETERS)))
+        return -np.inf, zeros if with_gradients else None
     factor, low_rank, kept, gamma, norms, pairs = factorise(
         problem, radius, amplitude, shape, ls, scale, noise
     )
@@ -316,25 +360,47 @@ def log_density(
         zeros = (np.zeros(n), *np.zeros(len(PARAMETERS)))
         return -np.inf, zeros if with_gradients else None
     alpha, z, chol_m, log_det_m = weights_out
-    symbolic = problem.symbolic
-    log_det = (
-        log_determinant(factor, symbolic.sn_start, symbolic.rows_ptr, symbolic.l_ptr) + log_det_m
-    )
+    log_det = log_determinant_of(problem, factor) + log_det_m
     value = -0.5 * (residual @ alpha) - 0.5 * log_det - 0.5 * n * _LOG_2PI
     if not with_gradients:
         return value, None
+    g_radius, g_amplitude, g_shape, g_ls, g_scale, g_noise = parameter_gradients(
+        problem, factor, low_rank, kept, gamma, norms, pairs, z, chol_m, alpha,
+        np.zeros(n), (amplitude, ls, scale),
+    )  # fmt: skip
+    return value, (-alpha, g_radius, g_amplitude, g_shape, g_ls, g_scale, g_noise)
+
+
+def inverse_parts(problem: SparseSLEProblem, factor, z, chol_m):
+    """``C^{-1} = B^{-1} - Y Y^T`` on ``B``'s pattern: the selected inverse of ``B`` per pair
+    and ``Y = Z L_M^{-T}``."""
+    symbolic = problem.symbolic
     selected = selected_inverse(symbolic, factor)[symbolic.entry_index]
     whitened = np.ascontiguousarray(linalg.solve_triangular(chol_m, z.T, lower=True).T)
+    return selected, whitened
+
+
+def parameter_gradients(
+    problem, factor, low_rank, kept, gamma, norms, pairs, z, chol_m, alpha, minus, values,
+    inverse=None,
+):  # fmt: skip
+    """``tr(Omega dC)`` for ``Omega = (alpha alpha^T - minus minus^T - C^{-1}) / 2`` with respect
+    to ``(radius, amplitude, shape, ls, scale, noise)``; ``values`` are ``(amplitude, ls,
+    scale)`` and ``inverse`` what :func:`inverse_parts` gives (computed when ``None``)."""
+    amplitude, ls, scale = values
+    selected, whitened = inverse_parts(problem, factor, z, chol_m) if inverse is None else inverse
     c_inverse_u = linalg.cho_solve((chol_m, True), z.T).T  # C^{-1} U = Z M^{-1}
-    g_low_rank = np.ascontiguousarray(np.outer(alpha, alpha @ low_rank) - c_inverse_u)
+    g_low_rank = np.ascontiguousarray(
+        np.outer(alpha, alpha @ low_rank) - np.outer(minus, minus @ low_rank) - c_inverse_u
+    )
     squared, _, squared_radius, squared_shape = pairs
-    g_radius, g_amplitude, g_shape, g_gamma, g_scale, g_noise = _gradient(
-        problem.pair_i, problem.pair_j, selected, whitened, alpha, squared, squared_radius,
-        squared_shape, *norms, g_low_rank, low_rank, problem.mixture.rates * gamma,
+    g_radius, g_amplitude, g_shape, g_gamma, g_scale, g_noise = covariance_gradient(
+        problem.pair_i, problem.pair_j, selected, whitened, alpha, minus, squared,
+        squared_radius, squared_shape, *norms, g_low_rank, low_rank, problem.mixture.rates * gamma,
         problem.mixture.weights, kept, scale, gamma, amplitude,
     )  # fmt: skip
     g_ls = g_gamma * (-2.0 / ls**3)
-    return value, (-alpha, g_radius, g_amplitude, g_shape, g_ls, g_scale, g_noise)
+    return g_radius, g_amplitude, g_shape, g_ls, g_scale, g_noise
 
 
 def draw(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, noise, rng, size=()):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Apply
@@ -11,7 +10,7 @@ from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.link.numba.dispatch import numba_funcify
 from pytensor.tensor.rewriting.basic import register_specialize
 
-from pymc_sle._backends import one_blas_thread_in_workers
+from pymc_sle._backends import object_mode_perform, one_blas_thread_in_workers
 from pymc_sle.gp._sparse._likelihood import PARAMETERS, log_density
 from pymc_sle.gp._sparse._problem import SparseSLEProblem
 
@@ -89,31 +88,6 @@ def local_sparse_sle_value_only(fgraph, node):
 
 @numba_funcify.register(SparseSLELogDensity)
 def _numba_sparse_sle(op, node=None, **kwargs):
-    """The NUMBA backend (nutpie) calls ``perform`` in object mode: the work is one sparse
-    factorisation per call, so the Python round trip costs nothing measurable. Object mode
-    holds the GIL, but the compiled kernels ``perform`` calls release it (``nogil=True``), so
-    nutpie's chains, threads of one process, run them in parallel (:doc:`/performance`)."""
-    from pytensor.link.numba.dispatch.basic import get_numba_type
-
-    signature = numba.types.Tuple([get_numba_type(output.type) for output in node.outputs])
-    n_outputs = len(node.outputs)
-
-    def python_perform(*inputs):
-        storage = [[None] for _ in range(n_outputs)]
-        op.perform(node, inputs, storage)
-        return tuple(cell[0] for cell in storage)
-
-    @numba.njit
-    def sparse_sle(*inputs):
-        with numba.objmode(result=signature):
-            result = python_perform(*inputs)
-        return result
-
-    if n_outputs > 1:
-        return sparse_sle
-
-    @numba.njit
-    def value_only(*inputs):
-        return sparse_sle(*inputs)[0]
-
-    return value_only
+    """``perform`` in object mode (``pymc_sle._backends.object_mode_perform``): the work is one
+    sparse factorisation per call, so the Python round trip costs nothing measurable."""
+    return object_mode_perform(op, node)

@@ -1,0 +1,277 @@
+r"""The observation models of the Laplace GP: log-concave likelihoods of a latent value.
+
+Each observation :math:`y_i` depends on the latent value :math:`f_i` alone, through
+:math:`\log p(y_i \mid f_i)`. The Laplace approximation needs, at each :math:`f`, the
+derivatives
+
+.. math::
+
+    b_i = \frac{\partial \log p(y_i \mid f_i)}{\partial f_i}, \qquad
+    W_i = -\frac{\partial^2 \log p(y_i \mid f_i)}{\partial f_i^2}, \qquad
+    c_i = \frac{\partial^3 \log p(y_i \mid f_i)}{\partial f_i^3},
+
+all elementwise. Every model here is log-concave (:math:`W_i \ge 0`), so the Laplace
+objective has exactly one mode. :math:`W_i` is floored at ``W_FLOOR`` (a point whose
+probability has saturated, or a binomial with no trials), which moves the approximate
+log marginal likelihood by at most :math:`\tfrac12 W_{\text{floor}} K_{ii}`.
+
+=====================================  ==============================================  ==========
+model                                  :math:`\log p(y \mid f)`                         parameters
+=====================================  ==============================================  ==========
+``Bernoulli()`` (logit)                :math:`\log\sigma(s f)`, :math:`s = 2y - 1`      --
+``Bernoulli(link="probit")``           :math:`\log\Phi(s f)`                            --
+``Binomial(n)`` (logit)                :math:`y f - n \log(1 + e^f) + \log\binom ny`     --
+``Poisson()`` (log link)               :math:`y f - e^f - \log y!`                      --
+``Gaussian(sigma)``                    :math:`\log\mathcal N(y; f, \sigma^2)`           ``sigma``
+=====================================  ==============================================  ==========
+
+A likelihood with parameters (the Gaussian's ``sigma``) also gives their derivatives of
+:math:`\log p`, :math:`b` and :math:`W` (:meth:`Likelihood.parameter_derivatives`), which the
+gradient of the approximation needs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from scipy import special
+
+__all__ = ["W_FLOOR", "Bernoulli", "Binomial", "Gaussian", "Likelihood", "Poisson"]
+
+#: The smallest curvature :math:`W_i` the Newton iteration uses (module notes).
+W_FLOOR = 1e-12
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+class Likelihood:
+    """An observation model ``p(y_i | f_i)`` (module notes): subclasses give
+    :meth:`derivatives`, and :meth:`check` the observations they accept."""
+
+    #: Names of the likelihood's parameters, in the order the Op takes them.
+    parameter_names: tuple[str, ...] = ()
+
+    def parameters(self) -> tuple:
+        """The parameters as PyTensor scalars, in :attr:`parameter_names`' order."""
+        return ()
+
+    def check(self, y: np.ndarray) -> np.ndarray:
+        """``y`` as a float array after checking its values; raises ``ValueError``."""
+        return y
+
+    def derivatives(self, y, f, *parameters):
+        r"""``(log p, b, W, c)``: :math:`\sum_i \log p(y_i \mid f_i)` and the elementwise
+        first, minus second and third derivatives in :math:`f` (module notes)."""
+        raise NotImplementedError
+
+    def parameter_derivatives(self, y, f, *parameters):
+        """For each parameter, the derivatives ``(d log p, d b, d W)``; none by default."""
+        return ()
+
+    def mean(self, latent_mean, latent_variance):
+        """The predictive mean of ``y`` (probability, rate) at latent ``N(mean, variance)``."""
+        raise NotImplementedError
+
+    def sample(self, f, rng, *parameters):
+        """Draws of ``y`` given the latent values ``f`` (any shape)."""
+        raise NotImplementedError
+
+    def key(self) -> tuple:
+        """What identifies the model (its Op compares likelihoods by it)."""
+        return (type(self).__name__,)
+
+    def __eq__(self, other):
+        return isinstance(other, Likelihood) and self.key() == other.key()
+
+    def __hash__(self):
+        return hash(self.key())
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+def _check_binary(y):
+    if not np.all((y == 0) | (y == 1)):
+        bad = y[(y != 0) & (y != 1)][0]
+        raise ValueError(f"`y` must hold 0 or 1 for a Bernoulli likelihood, but holds {bad!r}")
+    return y
+
+
+def _check_counts(y, upper=None, what="counts"):
+    if np.any(y < 0) or np.any(y != np.round(y)):
+        bad = y[(y < 0) | (y != np.round(y))][0]
+        raise ValueError(f"`y` must hold non-negative integer {what}, but holds {bad!r}")
+    if upper is not None and np.any(y > upper):
+        i = int(np.flatnonzero(y > upper)[0])
+        raise ValueError(
+            f"`y` must be at most the number of trials `n`, but y[{i}] = {y[i]:g} > n[{i}] = "
+            f"{upper[i]:g}"
+        )
+    return y
+
+
+#: Gauss-Hermite nodes and weights (probabilists'), for predictive means without closed form.
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(64)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def _gauss_hermite(function, mean, variance):
+    """``E[function(f)]`` for ``f ~ N(mean, variance)`` (64-point Gauss-Hermite)."""
+    mean, sd = np.asarray(mean, float), np.sqrt(np.maximum(variance, 0.0))
+    return function(mean[..., None] + sd[..., None] * _NODES) @ _WEIGHTS
+
+
+class Bernoulli(Likelihood):
+    r"""Binary observations, :math:`P(y = 1 \mid f) = \sigma(f)` (``link="logit"``) or
+    :math:`\Phi(f)` (``link="probit"``).
+
+    Parameters
+    ----------
+    link : {"logit", "probit"}
+    """
+
+    def __init__(self, link: str = "logit"):
+        if link not in ("logit", "probit"):
+            raise ValueError(f"`link` must be 'logit' or 'probit', but got {link!r}")
+        self.link = link
+
+    def check(self, y):
+        return _check_binary(y)
+
+    def derivatives(self, y, f):
+        s = 2.0 * y - 1.0
+        z = s * f
+        if self.link == "logit":
+            p = special.expit(f)
+            w = p * (1.0 - p)
+            return -np.logaddexp(0.0, -z).sum(), y - p, w, -w * (1.0 - 2.0 * p)
+        log_cdf = special.log_ndtr(z)
+        ratio = np.exp(-0.5 * z * z - 0.5 * _LOG_2PI - log_cdf)  # phi(z) / Phi(z)
+        w = ratio * (z + ratio)
+        d_ratio = -w
+        third = -(d_ratio * (z + ratio) + ratio * (1.0 + d_ratio))
+        return log_cdf.sum(), s * ratio, w, s * third
+
+    def mean(self, latent_mean, latent_variance):
+        if self.link == "probit":
+            return special.ndtr(latent_mean / np.sqrt(1.0 + latent_variance))
+        return _gauss_hermite(special.expit, latent_mean, latent_variance)
+
+    def sample(self, f, rng):
+        p = special.expit(f) if self.link == "logit" else special.ndtr(f)
+        return (rng.uniform(size=np.shape(f)) < p).astype(float)
+
+    def key(self):
+        return ("Bernoulli", self.link)
+
+    def __repr__(self):
+        return f"Bernoulli(link={self.link!r})"
+
+
+class Binomial(Likelihood):
+    r"""Successes out of ``n`` trials, :math:`y \sim \mathrm{Binomial}(n, \sigma(f))`.
+
+    Parameters
+    ----------
+    n : int or array of int
+        Trials per observation (broadcast to ``y``), at least 0.
+    """
+
+    def __init__(self, n):
+        n = np.asarray(n, dtype=float)
+        if np.any(n < 0) or np.any(n != np.round(n)) or not np.all(np.isfinite(n)):
+            raise ValueError(f"`n` must hold non-negative integer trial counts, but got {n!r}")
+        self.n = n
+
+    def check(self, y):
+        try:
+            n = np.broadcast_to(self.n, y.shape)
+        except ValueError:
+            raise ValueError(
+                f"`n` must broadcast to the shape {y.shape} of `y`, but has shape {self.n.shape}"
+            ) from None
+        return _check_counts(y, n, "successes")
+
+    def derivatives(self, y, f):
+        n = np.broadcast_to(self.n, np.shape(y))
+        p = special.expit(f)
+        w = n * p * (1.0 - p)
+        log_choose = special.gammaln(n + 1) - special.gammaln(y + 1) - special.gammaln(n - y + 1)
+        value = (y * f - n * np.logaddexp(0.0, f) + log_choose).sum()
+        return value, y - n * p, w, -w * (1.0 - 2.0 * p)
+
+    def mean(self, latent_mean, latent_variance):
+        """The success probability (multiply by the trials for the expected count)."""
+        return _gauss_hermite(special.expit, latent_mean, latent_variance)
+
+    def sample(self, f, rng):
+        return rng.binomial(np.broadcast_to(self.n, np.shape(f)).astype(int), special.expit(f))
+
+    def key(self):
+        return ("Binomial", self.n.shape, self.n.tobytes())
+
+    def __repr__(self):
+        return f"Binomial(n={self.n!r})"
+
+
+class Poisson(Likelihood):
+    r"""Counts, :math:`y \sim \mathrm{Poisson}(e^{f})` (an exposure enters as the log offset of
+    the GP's mean function)."""
+
+    def check(self, y):
+        return _check_counts(y)
+
+    def derivatives(self, y, f):
+        rate = np.exp(f)
+        value = (y * f - rate - special.gammaln(y + 1)).sum()
+        return value, y - rate, rate, -rate
+
+    def mean(self, latent_mean, latent_variance):
+        return np.exp(latent_mean + 0.5 * latent_variance)
+
+    def sample(self, f, rng):
+        return rng.poisson(np.exp(f)).astype(float)
+
+
+class Gaussian(Likelihood):
+    r"""Real observations, :math:`y \sim \mathcal N(f, \sigma^2)`: the Laplace approximation is
+    then exact, and equals the GP's marginal likelihood (a check of the machinery).
+
+    Parameters
+    ----------
+    sigma : float or TensorVariable
+        The noise standard deviation (a model variable to give it a prior).
+    """
+
+    parameter_names = ("sigma",)
+
+    def __init__(self, sigma):
+        self.sigma = sigma
+
+    def parameters(self):
+        return (pt.as_tensor_variable(self.sigma),)
+
+    def check(self, y):
+        return y
+
+    def derivatives(self, y, f, sigma):
+        residual = y - f
+        precision = 1.0 / (sigma * sigma)
+        value = np.sum(-0.5 * residual**2 * precision - np.log(sigma) - 0.5 * _LOG_2PI)
+        w = np.full(np.shape(f), precision)
+        return value, residual * precision, w, np.zeros(np.shape(f))
+
+    def parameter_derivatives(self, y, f, sigma):
+        residual = y - f
+        d_value = np.sum(residual**2) / sigma**3 - np.size(f) / sigma
+        d_b = -2.0 * residual / sigma**3
+        d_w = np.full(np.shape(f), -2.0 / sigma**3)
+        return ((d_value, d_b, d_w),)
+
+    def mean(self, latent_mean, latent_variance):
+        return np.asarray(latent_mean, float)
+
+    def sample(self, f, rng, sigma):
+        return f + sigma * rng.standard_normal(np.shape(f))
+
+    def __repr__(self):
+        return f"Gaussian(sigma={self.sigma!r})"
