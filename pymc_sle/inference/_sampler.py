@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 
 import arviz as az
 import numpy as np
@@ -114,6 +115,15 @@ def _pool(
     groups["sample_stats"]["basin"] = (("chain", "draw"), basin)
     extra = {g: fits[0][g] for g in ("observed_data", "constant_data") if g in fits[0].groups()}
     return az.InferenceData(**groups, **extra), counts
+
+
+@contextlib.contextmanager
+def _sampling(chains: int, sample_kwargs: dict):
+    """One BLAS thread per chain (:func:`_blas_limit`), and PyMC's dense mass-matrix adaptation
+    without its "experimental feature" warning: ``sample_basins`` chose it (``PYMC_INIT``)."""
+    with _blas_limit(chains, sample_kwargs), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "QuadPotentialFullAdapt is an experimental feature")
+        yield
 
 
 def _blas_limit(chains: int, sample_kwargs: dict):
@@ -253,6 +263,9 @@ BASINS_TARGET_ACCEPT = 0.95
 #: nutpie's settings under :func:`sample_basins` unless the caller's ``nuts_sampler_kwargs``
 #: say otherwise.
 NUTPIE_DEFAULTS = {"low_rank_modified_mass_matrix": True}
+#: PyMC's NUTS initialisation under :func:`sample_basins` unless the caller passes ``init``: a
+#: dense mass matrix, adapted from the tuning draws (:doc:`/how-to/samplers`).
+PYMC_INIT = "jitter+adapt_full"
 
 
 def sample_basins(
@@ -303,11 +316,12 @@ def sample_basins(
     model : pymc.Model, optional
         The model (default: the one on the context stack).
     **sample_kwargs
-        Passed to :func:`pymc.sample` (``cores``, ``nuts_sampler``, ``init``, ...). With
-        ``nuts_sampler="nutpie"``, ``nuts_sampler_kwargs`` defaults to
-        ``{"low_rank_modified_mass_matrix": True}`` (keys you pass win): nutpie then adapts a
-        mass matrix with the posterior's correlations -- ``eta`` with ``ls`` above all, which a
-        diagonal one cannot follow (:doc:`/how-to/samplers`).
+        Passed to :func:`pymc.sample` (``cores``, ``nuts_sampler``, ``init``, ...). Both
+        samplers adapt a mass matrix with the posterior's correlations -- ``eta`` with ``ls``
+        above all, which a diagonal one cannot follow (:doc:`/how-to/samplers`): PyMC's NUTS
+        with ``init`` defaulting to ``PYMC_INIT`` (``"jitter+adapt_full"``, a dense matrix),
+        nutpie with ``nuts_sampler_kwargs`` defaulting to
+        ``{"low_rank_modified_mass_matrix": True}`` (keys you pass win).
 
     Returns
     -------
@@ -339,12 +353,14 @@ def sample_basins(
             **NUTPIE_DEFAULTS,
             **(sample_kwargs.get("nuts_sampler_kwargs") or {}),
         }
+    if sample_kwargs.get("nuts_sampler", "pymc") == "pymc":
+        sample_kwargs.setdefault("init", PYMC_INIT)
     if target_accept is None:
         target_accept = ONE_BASIN_TARGET_ACCEPT if len(confined) == 1 else BASINS_TARGET_ACCEPT
     common = dict(draws=draws, tune=tune, chains=chains, target_accept=target_accept,
                   **sample_kwargs)  # fmt: skip
     if len(confined) == 1:
-        with _blas_limit(chains, sample_kwargs):
+        with _sampling(chains, sample_kwargs):
             idata = pm.sample(random_seed=random_seed, model=confined[0][1], **common)
         idata.posterior.attrs["target_accept"] = target_accept
         return idata
@@ -353,7 +369,7 @@ def sample_basins(
     fits, diagnostics = [], []
     for b, (_, restricted) in enumerate(confined):
         seed = None if random_seed is None else random_seed + b
-        with _blas_limit(chains, sample_kwargs):
+        with _sampling(chains, sample_kwargs):
             fit = pm.sample(random_seed=seed, model=restricted, **common)
         fits.append(fit)
         summary = az.summary(fit, var_names=priors.var_names(model, fit), round_to="none")

@@ -372,3 +372,23 @@ def test_pymc_marginal_benchmark_quick(tmp_path):
         assert row["max_relative_difference"] < 1e-10  # the two classes give one density
     assert 20 < result["rows"][1]["stored_per_row"] < 45  # cutoff="auto": ~32 a row
     assert (tmp_path / "pymc_marginal_quick.md").exists()
+
+
+def test_laplace_benchmark_quick(tmp_path):
+    result = run_quick("laplace", tmp_path)
+    size = result["sizes"][0]
+    assert size["newton_cold"] >= size["newton_warm"] > 0 and size["warm_s"] > 0
+    assert size["gaussian_s"] > 0  # the Gaussian model has free variables: nothing folded away
+    fit = result["map"][0]
+    assert 0.5 < fit["accuracy"] <= 1 and fit["log_loss"] > 0
+    assert sum(count for *_, count in fit["reliability"]) == fit["n_test"]
+    assert result["nuts"]["laplace_gradient_ms"] > 0 and result["nuts"]["latent_gradient_ms"] > 0
+    assert {row["case"] for row in result["verify"]} == {"bernoulli", "poisson"}
+    assert all(row["probability_difference"] >= 0 for row in result["verify"])
+    assert (tmp_path / "laplace_quick.md").read_text().startswith("# The Laplace latent GP")
+
+
+def test_nuts_cost_benchmark_quick(tmp_path):
+    run = run_quick("nuts_cost", tmp_path)["runs"][0]
+    assert run["variant"] == "pymc" and run["gradients_per_kept_draw"] >= run["steps_per_draw"]
+    assert (tmp_path / "nuts_cost_quick.md").read_text().startswith("# NUTS per kept draw")

@@ -447,3 +447,17 @@ def test_the_gp_class_checks_its_arguments():
             gp.predict(X, point={})
     with pytest.raises(TypeError, match="`cov_func` is required"):
         sle.gp.Laplace()
+
+
+def test_an_ill_conditioned_covariance_converges_to_rounding():
+    """A sampler's wild step (a signal variance of 1e11): the mode is found to rounding, and the
+    value is finite and far below the sensible one's, so the step is rejected, not fatal."""
+    D, f = _latent()
+    y = _observations("logit", f)
+    problem = _problem(D)
+    v = dict(SLE_VALUES, ls=0.07)
+    sensible = sparse_laplace(problem, y, np.zeros(N), sle.gp.Bernoulli(), *v.values(), JITTER)
+    wild = sparse_laplace(
+        problem, y, np.zeros(N), sle.gp.Bernoulli(), *dict(v, scale=1e11).values(), JITTER
+    )
+    assert np.isfinite(wild[0]) and wild[0] < sensible[0] - 10

@@ -1,5 +1,7 @@
 """Sampling a posterior whose basins NUTS cannot cross: every basin, pooled by its mass."""
 
+import warnings
+
 import arviz as az
 import numpy as np
 import pymc as pm
@@ -34,7 +36,8 @@ def test_plain_nuts_sees_one_well_and_sample_basins_both_by_their_mass():
     model, priors = two_wells()
     plain = pm.sample(model=model, random_seed=1, **SAMPLE)
     assert np.unique(np.sign(plain.posterior["x"].values)).size == 1  # the failure mode
-    pooled = sample_basins(priors, model=model, random_seed=1, **SAMPLE)
+    # the pooling under test, on plain pm.sample's mass matrix (one variable: nothing to correlate)
+    pooled = sample_basins(priors, model=model, random_seed=1, init="jitter+adapt_diag", **SAMPLE)
     x = pooled.posterior["x"].values
     assert x.shape == (2, 200)
     for chain in x:  # every pooled chain is a sample of the mixture, draw counts by mass
@@ -139,13 +142,15 @@ def test_a_basin_just_above_the_default_min_mass_is_sampled_apart():
     assert np.mean(pooled.posterior["x"].values > 0) == pytest.approx(0.006, abs=0.003)
 
 
+@pytest.mark.filterwarnings("ignore:QuadPotentialFullAdapt is an experimental feature")
 def test_basins_below_min_mass_are_dropped_and_one_basin_is_pm_sample():
-    """With one basin, sample_basins is pm.sample with target_accept 0.9 (PyMC's is 0.8)."""
+    """With one basin, sample_basins is pm.sample with target_accept 0.9 (PyMC's is 0.8) and a
+    dense mass matrix (PyMC's is diagonal)."""
     model, priors = two_wells(weights=(0.997, 0.003))
     assert priors.basins[1].mass < DEFAULT_POLICY.min_basin_mass <= priors.basins[0].mass
     one = sample_basins(priors, model=model, random_seed=3, **SAMPLE)
     with model:
-        reference = pm.sample(random_seed=3, target_accept=0.9, **SAMPLE)
+        reference = pm.sample(random_seed=3, target_accept=0.9, init="jitter+adapt_full", **SAMPLE)
     np.testing.assert_array_equal(one.posterior["x"].values, reference.posterior["x"].values)
     assert one.posterior.attrs["target_accept"] == 0.9
     assert basin_diagnostics(one) is None
@@ -173,9 +178,35 @@ def test_nutpie_gets_the_low_rank_mass_matrix_unless_told_otherwise(monkeypatch,
     model, priors = two_wells(weights=(1.0, 0.0))
     extra = {} if passed is None else {"nuts_sampler_kwargs": passed}
     sample_basins(priors, model=model, nuts_sampler="nutpie", **extra)
-    sample_basins(priors, model=model)  # PyMC's NUTS: nothing added
-    assert seen[0]["nuts_sampler_kwargs"] == expected
+    sample_basins(priors, model=model)  # PyMC's NUTS: nutpie's settings not added
+    assert seen[0]["nuts_sampler_kwargs"] == expected and "init" not in seen[0]
     assert "nuts_sampler_kwargs" not in seen[1]
+
+
+def test_pymcs_nuts_gets_a_dense_mass_matrix_unless_told_otherwise(monkeypatch):
+    import pymc_sle.inference._sampler as basins
+
+    seen = []
+
+    def record(**kwargs):
+        seen.append(kwargs)
+        return az.from_dict(posterior={"x": np.zeros((1, 2))})
+
+    monkeypatch.setattr(basins.pm, "sample", record)
+    model, priors = two_wells(weights=(1.0, 0.0))
+    sample_basins(priors, model=model)
+    sample_basins(priors, model=model, init="adapt_diag")
+    sample_basins(priors, model=model, nuts_sampler="pymc")
+    assert [kwargs["init"] for kwargs in seen] == ["jitter+adapt_full", "adapt_diag",
+                                                    "jitter+adapt_full"]  # fmt: skip
+
+
+def test_the_dense_mass_matrix_warns_nothing():
+    """PyMC calls its dense adaptation experimental; sample_basins chose it and says nothing."""
+    model, priors = two_wells(weights=(1.0, 0.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sample_basins(priors, model=model, random_seed=1, **SAMPLE)
 
 
 class _Captured(Exception):

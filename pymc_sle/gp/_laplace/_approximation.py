@@ -14,9 +14,12 @@ each step
 of a Gaussian model with noise variances :math:`W_i^{-1}`: the structure the dense and the
 sparse Gaussian likelihoods factorise), damped by step halving until :math:`\Psi` does not
 decrease. The iteration stops when a full step moves :math:`g` by at most ``tol`` times
-:math:`1 + \lVert g\rVert_\infty`; it starts from the last mode found by the calling thread
-(a warm start: in a sampler, the previous evaluation's), or from :math:`0` where that is
-higher. At the mode :math:`a = K^{-1}\hat g = b`, and
+:math:`1 + \lVert g\rVert_\infty`, or raises :math:`\Psi` by no more than rounding
+(``ROUNDING`` of :math:`|\Psi|`) after ``PATIENCE`` steps: an ill-conditioned :math:`K` can
+make the first test unreachable, and the second alone would stop at a mode accurate to the
+square root of rounding only. It starts from the last mode found by the calling thread (a
+warm start: in a sampler, the previous evaluation's), or from :math:`0` where that is higher.
+At the mode :math:`a = K^{-1}\hat g = b`, and
 
 .. math::
 
@@ -76,6 +79,10 @@ TOLERANCE = 1e-10
 MAX_ITERATIONS = 100
 #: Step halvings per Newton step before the line search gives up.
 MAX_HALVINGS = 40
+#: Changes of the objective below this fraction of it are rounding (about 50 ulps).
+ROUNDING = 1e-14
+#: Newton steps after which a full step that gains only rounding also ends the iteration.
+PATIENCE = 20
 
 
 class NewtonError(ValueError):
@@ -163,8 +170,7 @@ def find_mode(
     Raises
     ------
     NewtonError
-        If ``max_iterations`` steps do not converge, or a step's line search finds no ascent
-        while the step is still large.
+        If ``max_iterations`` steps do not converge.
     """
     n = structure.n
     starts = _WARM.__dict__.setdefault("starts", {})
@@ -177,49 +183,53 @@ def find_mode(
         psi_start = _objective(likelihood, y, mean, start, g_start, parameters)
         if psi_start > psi:
             a, g, psi = start, g_start, psi_start
-    for iteration in range(1, max_iterations + 1):
+    taken = 0
+    while taken < max_iterations:
+        taken += 1
         _, b, w, _ = likelihood.derivatives(y, mean + g, *parameters)
         w = np.maximum(w, W_FLOOR)
         factor = structure.factor(1.0 / w)
         if factor is None:
             return None
         a_full = factor.solve(g + b / w)
-        g_full = structure.matvec(a_full)
-        step = 1.0
-        for _ in range(MAX_HALVINGS):
-            a_try = a + step * (a_full - a)
-            g_try = g + step * (g_full - g)
-            psi_try = _objective(likelihood, y, mean, a_try, g_try, parameters)
-            if psi_try >= psi - 1e-13 * abs(psi):
-                break
-            step *= 0.5
-        else:
-            moved = np.max(np.abs(g_full - g))
-            if moved <= 1e-6 * (1.0 + np.max(np.abs(g))):  # the optimum, to rounding
-                return _mode(a, g, likelihood, y, mean, parameters, factor, iteration)
-            raise NewtonError(
-                f"Newton's method for the Laplace mode found no ascent along its step "
-                f"(iteration {iteration}, step {moved:.3g}) at {_described(describe)}"
-            )
-        moved = np.max(np.abs(g_try - g))
-        a, g, psi = a_try, g_try, psi_try
-        if step == 1.0 and moved <= tol * (1.0 + np.max(np.abs(g))):
-            if warm is not None:
-                starts[warm] = a
-            return _mode(a, g, likelihood, y, mean, parameters, factor, iteration)
-    raise NewtonError(
-        f"Newton's method for the Laplace mode did not converge in {max_iterations} iterations "
-        f"(tolerance {tol:g}) at {_described(describe)}"
-    )
+        stepped = _line_search(structure, likelihood, y, mean, parameters, a, g, psi, a_full)
+        if stepped is None:  # no ascent along an ascent direction: the optimum, to rounding
+            break
+        a_new, g_new, psi_new, full = stepped
+        moved = np.max(np.abs(g_new - g))
+        gain = psi_new - psi
+        a, g, psi = a_new, g_new, psi_new
+        rounding = taken >= PATIENCE and gain <= ROUNDING * max(1.0, abs(psi))
+        if full and (moved <= tol * (1.0 + np.max(np.abs(g))) or rounding):
+            break
+    else:
+        raise NewtonError(
+            f"Newton's method for the Laplace mode did not converge in {max_iterations} "
+            f"iterations (tolerance {tol:g}) at {_described(describe)}"
+        )
+    if warm is not None:
+        starts[warm] = a
+    log_lik, b, w, third = likelihood.derivatives(y, mean + g, *parameters)
+    return LaplaceMode(a, g, log_lik, b, np.maximum(w, W_FLOOR), third, factor, taken)
+
+
+def _line_search(structure, likelihood, y, mean, parameters, a, g, psi, a_full):
+    r"""``(a, g, psi, full step?)`` after the longest step towards ``a_full`` (halved until
+    :math:`\Psi` does not decrease beyond rounding), or ``None`` when none does."""
+    g_full = structure.matvec(a_full)
+    step = 1.0
+    for _ in range(MAX_HALVINGS):
+        a_try = a + step * (a_full - a)
+        g_try = g + step * (g_full - g)
+        psi_try = _objective(likelihood, y, mean, a_try, g_try, parameters)
+        if psi_try >= psi - ROUNDING * max(1.0, abs(psi)):
+            return a_try, g_try, psi_try, step == 1.0
+        step *= 0.5
+    return None
 
 
 def _described(describe) -> str:
     return "these parameters" if describe is None else describe()
-
-
-def _mode(a, g, likelihood, y, mean, parameters, factor, iterations):
-    log_lik, b, w, third = likelihood.derivatives(y, mean + g, *parameters)
-    return LaplaceMode(a, g, log_lik, b, np.maximum(w, W_FLOOR), third, factor, iterations)
 
 
 def log_marginal(mode: LaplaceMode) -> float:

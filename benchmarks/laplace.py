@@ -1,0 +1,440 @@
+"""The Laplace latent GP (``sle.gp.Laplace``) at scale and against the exact posterior.
+
+Four sections, each run on its own (``--section``; the others' results are kept):
+
+- ``sizes``: for each N (random vertices of a mesh, every one a landmark, ``cutoff="auto"``):
+  the Laplace log density + gradient of a Bernoulli classifier through the sparse path, cold
+  (Newton from zero) and warm (from the previous mode, as in a sampler: the median over small
+  steps of the hyperparameters), Newton steps for each, against the Gaussian sparse likelihood
+  on the same distances, and peak memory (each N in a fresh process).
+- ``map``: classification of the Stanford bunny's vertices (labels: Bernoulli of the logistic
+  of three geodesic sines), MAP hyperparameters (``pm.find_MAP``) on 86 % of the vertices and on
+  1,000 of them, scored on the same held-out vertices: accuracy, log loss, Brier score and the
+  reliability curve, with every stage timed.
+- ``nuts``: NUTS over the hyperparameters at n = 2,000, 4 x (500 + 500) on 2 cores: r̂, ESS, time
+  and held-out scores (``gp.predictive``), and one log density + gradient of ``pm.gp.Latent``'s
+  model (NUTS over every latent value) at the same n, dense.
+- ``verify``: against ``pm.gp.Latent`` + NUTS on the latent values (the exact posterior, up to
+  Monte Carlo) at n = 250 on dense distances, for Bernoulli and Poisson labels and for
+  Bernoulli labels with well-separated classes (where Laplace is known to be weak): the mean
+  absolute difference of the held-out predictive probabilities (rates), and of the
+  hyperparameters' 5/50/95 % quantiles in the exact posterior's sds.
+
+Writes ``benchmarks/results/laplace.{json,md}``.
+
+    python -m benchmarks.laplace [--quick] [--section sizes|map|nuts|verify]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks._laplace_report import summary
+from benchmarks._paths import RESULTS
+from benchmarks._timing import in_child, paired_ms, peak_mib
+
+SECTIONS = ("sizes", "map", "nuts", "verify")
+#: The targets of issue 73: seconds for logp + gradient, minutes for the MAP classification.
+TARGETS = {
+    "sizes_20000_s": 10.0,
+    "sizes_100000_s": 120.0,
+    "sizes_100000_gib": 8.0,
+    "map_min": 15.0,
+    "r_hat": 1.01,
+    "probability": 0.03,
+    "quantile_sd": 0.2,
+}
+
+
+def _data(mesh_name: str, n: int, n_test: int = 0, seed: int = 0, sharpness: float = 3.0):
+    """Training and held-out vertices, their sparse geodesic distances (rows: training then
+    held-out; columns: training), the latent field ``sharpness * sin`` and Bernoulli labels."""
+    from benchmarks.scaling import mesh_named
+    from pymc_sle.datasets import geodesic_sine_field
+    from pymc_sle.distances import geodesic
+
+    mesh = mesh_named(mesh_name)
+    rng = np.random.default_rng(seed)
+    latent = sharpness * geodesic_sine_field(mesh).f
+    labels = (rng.uniform(size=mesh.n_vertices) < 1 / (1 + np.exp(-latent))).astype(float)
+    order = rng.permutation(mesh.n_vertices)
+    test, rest = np.sort(order[:n_test]), order[n_test:]
+    train = np.sort(rest[: min(n, rest.size)])
+    began = time.perf_counter()
+    rows = np.concatenate([train, test])
+    D = geodesic(mesh.vertices, mesh.faces, rows=rows, cols=train, cutoff="auto", n_jobs=2)
+    return D, time.perf_counter() - began, train, test, latent, labels
+
+
+def _classifier(D, n_train: int, labels, likelihood=None, eta_sd: float = 3.0):
+    """``sle.gp.Laplace`` with ``eta**2 * SLE(D)`` (radius uniform up to the cutoff)."""
+    import pymc as pm
+
+    import pymc_sle as sle
+
+    with pm.Model() as model:
+        radius = pm.Uniform("radius", D.cutoff / 4, D.cutoff)
+        ls = pm.LogNormal("ls", np.log(2.0), 1.0)
+        eta = pm.HalfNormal("eta", eta_sd)
+        gp = sle.gp.Laplace(cov_func=eta**2 * sle.SLE(D, radius=radius, ls=ls))
+        gp.marginal_likelihood(
+            "y",
+            X=np.arange(n_train)[:, None],
+            y=labels,
+            likelihood=likelihood or sle.gp.Bernoulli(),
+        )
+    return model, gp
+
+
+def measure_size(mesh_name: str, n: int, reps: int) -> dict:
+    """In this process: one row of the sizes table."""
+    import pymc as pm
+
+    import pymc_sle as sle
+    from benchmarks.performance import compile_value_and_grad
+
+    D, distances_s, train, _, latent, labels = _data(mesh_name, n)
+    n = train.size
+    model, _ = _classifier(D, n, labels[train])
+    logp = model.logp()
+    fn = pm.compile(model.value_vars, [logp, *pm.gradient(logp, model.value_vars)])
+    start = model.initial_point()
+    names = [v.name for v in model.value_vars]
+    rng = np.random.default_rng(1)
+    began = time.perf_counter()
+    fn(*(start[k] for k in names))
+    cold_s = time.perf_counter() - began
+
+    def step():  # a sampler's next point: the hyperparameters move a little
+        fn(*(start[k] + 0.02 * rng.standard_normal(np.shape(start[k])) for k in names))
+
+    with pm.Model():  # the same covariance, Gaussian observations of the latent field
+        radius = pm.Uniform("radius", D.cutoff / 4, D.cutoff)
+        ls = pm.LogNormal("ls", np.log(2.0), 1.0)
+        eta, sigma = pm.HalfNormal("eta", 3.0), pm.HalfNormal("sigma", 0.5)
+        gaussian = pm.gp.Marginal(cov_func=eta**2 * sle.SLE(D, radius=radius, ls=ls))
+        gaussian.marginal_likelihood("y", X=np.arange(n)[:, None], y=latent[train], sigma=sigma)
+        gaussian_fn = compile_value_and_grad(pm.modelcontext(None), "FAST_RUN")
+    warm_ms, gaussian_ms, ratio = paired_ms(step, gaussian_fn, reps)
+    cold_steps, warm_steps = _newton_steps(model, start, names)
+    return {
+        "mesh": mesh_name,
+        "n": n,
+        "distances_s": distances_s,
+        "distances_per_row": D.nnz / D.n_points,
+        "cold_s": cold_s,
+        "warm_s": warm_ms / 1e3,
+        "gaussian_s": gaussian_ms / 1e3,
+        "warm_vs_gaussian": ratio,
+        "newton_cold": cold_steps,
+        "newton_warm": warm_steps,
+        "peak_mib": peak_mib(),
+    }
+
+
+def _newton_steps(model, start, names) -> tuple[int, float]:
+    """Newton steps from zero at the start, and from the previous mode after small steps."""
+    from pytensor.graph.traversal import ancestors
+
+    from pymc_sle.gp._laplace._approximation import find_mode
+    from pymc_sle.gp._laplace._sparse import SparseStructure
+
+    node = next(
+        v.owner
+        for v in ancestors([model.logp()])
+        if v.owner is not None and type(v.owner.op).__name__ == "LaplaceLogDensity"
+    )
+    op = node.op
+    values = model.compile_fn(node.inputs[1:])  # the mean and the SLE parameters
+    y = node.inputs[0].data
+
+    def steps(point, warm):
+        mean, *sle_values = values(point)
+        structure = SparseStructure(op.problem, *(float(v) for v in sle_values))
+        return find_mode(structure, op.likelihood, y, np.asarray(mean), warm=warm).iterations
+
+    cold = steps(start, None)
+    rng = np.random.default_rng(2)
+    warm = [
+        steps(
+            {k: start[k] + 0.02 * rng.standard_normal(np.shape(start[k])) for k in names},
+            "benchmark",
+        )
+        for _ in range(5)
+    ]
+    return cold, float(np.mean(warm[1:]))
+
+
+def _scores(probability, truth) -> dict:
+    """Accuracy, log loss, Brier score and the reliability curve (10 equal bins)."""
+    clipped = np.clip(probability, 1e-12, 1 - 1e-12)
+    bins = np.clip(np.digitize(probability, np.linspace(0, 1, 11)) - 1, 0, 9)
+    curve = [
+        [
+            float(probability[bins == b].mean()),
+            float(truth[bins == b].mean()),
+            int(np.sum(bins == b)),
+        ]
+        for b in range(10)
+        if np.any(bins == b)
+    ]
+    return {
+        "accuracy": float(np.mean((probability > 0.5) == truth)),
+        "log_loss": float(-np.mean(truth * np.log(clipped) + (1 - truth) * np.log(1 - clipped))),
+        "brier": float(np.mean((probability - truth) ** 2)),
+        "reliability": curve,
+    }
+
+
+def measure_map(mesh_name: str, n_train: int, n_test: int) -> dict:
+    """In this process: distances, model, MAP and prediction, timed, and the held-out scores."""
+    import pymc as pm
+
+    import pymc_sle as sle
+
+    began = time.perf_counter()
+    D, distances_s, train, test, latent, labels = _data(mesh_name, n_train, n_test)
+    model, gp = _classifier(D, train.size, labels[train])
+    model_s = time.perf_counter() - began - distances_s
+    tick = time.perf_counter()
+    with model:
+        point = pm.find_MAP(progressbar=False)
+    map_s = time.perf_counter() - tick
+    tick = time.perf_counter()
+    with model:
+        mean, variance = gp.predict(train.size + np.arange(test.size)[:, None], point=point)
+    predict_s = time.perf_counter() - tick
+    probability = sle.gp.Bernoulli().mean(mean, variance)
+    truth = labels[test]
+    best = _scores(1 / (1 + np.exp(-latent[test])), truth)
+    return {
+        "mesh": mesh_name,
+        "n_train": int(train.size),
+        "n_test": int(test.size),
+        "distances_s": distances_s,
+        "model_s": model_s,
+        "map_s": map_s,
+        "predict_s": predict_s,
+        "total_min": (time.perf_counter() - began) / 60,
+        "map": {k: float(point[k]) for k in ("radius", "ls", "eta")},
+        **_scores(probability, truth),
+        "true_field_accuracy": best["accuracy"],
+        "true_field_log_loss": best["log_loss"],
+        "peak_mib": peak_mib(),
+    }
+
+
+def measure_nuts(mesh_name: str, n_train: int, n_test: int, draws: int, chains: int) -> dict:
+    """In this process: NUTS over the hyperparameters, its held-out scores, and the cost of one
+    gradient of the ``pm.gp.Latent`` model at the same n."""
+    import arviz as az
+    import pymc as pm
+
+    import pymc_sle as sle
+    from benchmarks.performance import compile_value_and_grad, median_ms
+
+    D, _, train, test, _, labels = _data(mesh_name, n_train, n_test)
+    model, gp = _classifier(D, train.size, labels[train])
+    began = time.perf_counter()
+    with model:
+        idata = pm.sample(
+            draws=draws,
+            tune=draws,
+            chains=chains,
+            cores=2,
+            random_seed=1,
+            progressbar=False,
+            target_accept=0.9,
+        )
+    nuts_s = time.perf_counter() - began
+    with model:
+        prediction = gp.predictive(train.size + np.arange(test.size)[:, None], idata, n_draws=100)
+    table = az.summary(idata, var_names=["radius", "ls", "eta"])
+    laplace_fn = compile_value_and_grad(model, "FAST_RUN")
+    laplace_ms = median_ms(laplace_fn, 5)
+    dense = D.to_dense(fill=D.cutoff)
+    with pm.Model() as latent_model:
+        radius = pm.Uniform("radius", D.cutoff / 4, D.cutoff)
+        ls = pm.LogNormal("ls", np.log(2.0), 1.0)
+        eta = pm.HalfNormal("eta", 3.0)
+        latent_gp = pm.gp.Latent(
+            cov_func=eta**2 * sle.SLE(dense[: train.size], radius=radius, ls=ls)
+        )
+        f = latent_gp.prior("f", X=np.arange(train.size)[:, None])
+        pm.Bernoulli("y", logit_p=f, observed=labels[train])
+    latent_ms = median_ms(compile_value_and_grad(latent_model, "FAST_RUN"), 3)
+    steps = float(idata.sample_stats["n_steps"].mean())
+    return {
+        "mesh": mesh_name,
+        "n_train": int(train.size),
+        "draws": draws,
+        "chains": chains,
+        "nuts_s": nuts_s,
+        "r_hat_max": float(table["r_hat"].max()),
+        "ess_bulk_min": float(table["ess_bulk"].min()),
+        "divergences": int(idata.sample_stats["diverging"].sum()),
+        "steps_per_draw": steps,
+        "laplace_gradient_ms": laplace_ms,
+        "latent_gradient_ms": latent_ms,
+        **_scores(prediction.mean, labels[test]),
+    }
+
+
+#: The verification cases: (likelihood, sharpness of the latent field).
+CASES = {
+    "bernoulli": ("bernoulli", 3.0),
+    "poisson": ("poisson", 1.0),
+    "bernoulli, separable": ("bernoulli", 12.0),
+}
+
+
+def _verification_model(kind: str, D, y, n_train: int, laplace: bool):
+    """The same priors and covariance, with the latent values integrated out by Laplace
+    (``laplace``) or sampled by NUTS (``pm.gp.Latent``)."""
+    import pymc as pm
+
+    import pymc_sle as sle
+
+    with pm.Model() as model:
+        radius = pm.Uniform("radius", D.cutoff / 4, D.cutoff)
+        ls = pm.LogNormal("ls", np.log(2.0), 1.0)
+        eta = pm.HalfNormal("eta", 2.0)
+        offset = pm.Normal("offset", 0.0, 2.0) if kind == "poisson" else 0.0
+        mean = pm.gp.mean.Constant(offset)
+        cov = eta**2 * sle.SLE(D.to_dense(fill=D.cutoff), radius=radius, ls=ls)
+        X = np.arange(n_train)[:, None]
+        if laplace:
+            gp = sle.gp.Laplace(mean_func=mean, cov_func=cov)
+            likelihood = sle.gp.Poisson() if kind == "poisson" else sle.gp.Bernoulli()
+            gp.marginal_likelihood("y", X=X, y=y, likelihood=likelihood)
+        else:
+            gp = pm.gp.Latent(mean_func=mean, cov_func=cov)
+            f = gp.prior("f", X=X)
+            if kind == "poisson":
+                pm.Poisson("y", mu=pm.math.exp(f), observed=y)
+            else:
+                pm.Bernoulli("y", logit_p=f, observed=y)
+    return model, gp
+
+
+def measure_verify(mesh_name: str, case: str, n_train: int, n_test: int, draws: int) -> dict:
+    """In this process: one verification case, Laplace + NUTS against Latent + NUTS."""
+    import pymc as pm
+
+    kind, sharpness = CASES[case]
+    D, _, train, test, latent, labels = _data(mesh_name, n_train, n_test, sharpness=sharpness)
+    if kind == "poisson":
+        rng = np.random.default_rng(3)
+        labels = rng.poisson(np.exp(1.0 + latent)).astype(float)
+    names = ["radius", "ls", "eta"] + (["offset"] if kind == "poisson" else [])
+    Xnew = train.size + np.arange(test.size)[:, None]
+    out = {"case": case, "n_train": int(train.size), "n_test": int(test.size), "draws": draws}
+    fits = {}
+    for method in ("laplace", "latent"):
+        model, gp = _verification_model(kind, D, labels[train], train.size, method == "laplace")
+        began = time.perf_counter()
+        with model:
+            idata = pm.sample(
+                draws=draws,
+                tune=draws,
+                chains=4,
+                cores=2,
+                random_seed=1,
+                progressbar=False,
+                target_accept=0.9,
+            )
+            elapsed = time.perf_counter() - began
+            if method == "laplace":
+                mean = gp.predictive(Xnew, idata, n_draws=200).mean
+            else:
+                gp.conditional("f_new", Xnew=Xnew)
+                draws_f = pm.sample_posterior_predictive(
+                    idata, var_names=["f_new"], random_seed=2, progressbar=False
+                )
+                f_new = draws_f.posterior_predictive["f_new"].values.reshape(-1, test.size)
+                mean = (np.exp(f_new) if kind == "poisson" else 1 / (1 + np.exp(-f_new))).mean(0)
+        posterior = idata.posterior
+        fits[method] = (mean, {k: posterior[k].values.ravel() for k in names})
+        out[f"{method}_s"] = elapsed
+        out[f"{method}_divergences"] = int(idata.sample_stats["diverging"].sum())
+        out[f"{method}_steps_per_draw"] = float(idata.sample_stats["n_steps"].mean())
+    (p_laplace, h_laplace), (p_exact, h_exact) = fits["laplace"], fits["latent"]
+    out["probability_difference"] = float(np.mean(np.abs(p_laplace - p_exact)))
+    out["quantile_difference_sd"] = {
+        k: float(
+            np.max(
+                np.abs(
+                    np.quantile(h_laplace[k], [0.05, 0.5, 0.95])
+                    - np.quantile(h_exact[k], [0.05, 0.5, 0.95])
+                )
+            )
+            / h_exact[k].std()
+        )
+        for k in names
+    }
+    return out
+
+
+def _child(function: str, *args) -> dict:
+    return in_child("benchmarks.laplace", function, *args)
+
+
+def _here(function: str, *args) -> dict:
+    return globals()[function](*args)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes on an icosphere")
+    parser.add_argument("--section", choices=SECTIONS, action="append")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    from benchmarks.scaling import BUNNY
+
+    stem = "laplace_quick" if args.quick else "laplace"
+    path = args.out / f"{stem}.json"
+    sections = args.section or SECTIONS
+    result = json.loads(path.read_text()) if path.exists() and args.section else {}
+    result["machine"] = f"{platform.machine()}, {os.cpu_count()} cores"
+    mesh = "bunny" if BUNNY.exists() else "icosphere-6"
+    run = _here if args.quick else _child
+    if args.quick:
+        sizes, reps = [("icosphere-3", 200)], 2
+        fits, nuts = [("icosphere-3", 200, 60)], ("icosphere-3", 100, 40, 10, 2)
+        verify = [("icosphere-3", case, 40, 20, 10) for case in ("bernoulli", "poisson")]
+    else:
+        sizes = [(mesh, n) for n in (1_000, 2_000, 5_000, 10_000, 20_000, 34_834)]
+        sizes.append(("icosphere-7", 100_000))
+        reps = 5
+        fits = [(mesh, 1_000, 4_834), (mesh, 30_000, 4_834)]
+        nuts = (mesh, 2_000, 1_000, 500, 4)
+        verify = [(mesh, case, 250, 200, 500) for case in CASES]
+    if "sizes" in sections:
+        result["sizes"] = []
+        for mesh_name, n in sizes:
+            result["sizes"].append(run("measure_size", mesh_name, n, reps))
+            print(result["sizes"][-1], flush=True)
+    if "map" in sections:
+        result["map"] = [run("measure_map", *fit) for fit in fits]
+    if "nuts" in sections:
+        result["nuts"] = run("measure_nuts", *nuts)
+    if "verify" in sections:
+        result["verify"] = []
+        for case in verify:
+            result["verify"].append(run("measure_verify", *case))
+            print(result["verify"][-1], flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2))
+    (args.out / f"{stem}.md").write_text(summary(result))
+    print(summary(result))
+
+
+if __name__ == "__main__":
+    main()
