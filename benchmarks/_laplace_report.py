@@ -12,6 +12,8 @@ def summary(result: dict) -> str:
         "docstring says what each section measures; one run each.",
         "",
     ]
+    if result.get("note"):
+        lines += [result["note"], ""]
     if result.get("sizes"):
         lines += [
             "## Log density + gradient against N",
@@ -80,4 +82,51 @@ def summary(result: dict) -> str:
                 f"{r['latent_divergences']} |"
             )
         lines.append("")
+    lines += ["## Targets", "", *targets(result), ""]
     return "\n".join(lines)
+
+
+def _size(result: dict, n: int):
+    return next((r for r in result.get("sizes") or [] if r["n"] == n), None)
+
+
+def targets(result: dict) -> list[str]:
+    """Each target of the issue, met or not, or not measured."""
+    out = []
+    for n, limit in ((20_000, 10.0), (100_000, 120.0)):
+        row = _size(result, n)
+        if row is None:
+            out.append(f"- logp + gradient at N = {n:,} <= {limit:g} s: not measured")
+            continue
+        worst = max(row["cold_s"], row["warm_s"])
+        verdict = "met" if worst <= limit else "missed"
+        out.append(f"- logp + gradient at N = {n:,} <= {limit:g} s: {verdict} ({worst:.1f} s, "
+                   f"the slower of cold and warm; {row['warm_vs_gaussian']:.1f}x the Gaussian "
+                   f"sparse likelihood measured beside it)")  # fmt: skip
+    row = _size(result, 100_000)
+    if row is not None:
+        gib = row["peak_mib"] / 1024
+        out.append(f"- peak memory at N = 100,000 <= 8 GB: {'met' if gib <= 8 else 'missed'} "
+                   f"({gib:.1f} GiB)")  # fmt: skip
+    large = [r for r in result.get("map") or [] if r["n_train"] >= 20_000]
+    out.append(
+        "- MAP classification on >= 20,000 points <= 15 min: "
+        + (f"{'met' if large[0]['total_min'] <= 15 else 'missed'} ({large[0]['total_min']:.1f} min)"
+           if large else "not measured")
+    )  # fmt: skip
+    nuts = result.get("nuts")
+    out.append(
+        "- NUTS over the hyperparameters at n = 2,000, r̂ <= 1.01: "
+        + (f"{'met' if nuts['r_hat_max'] <= 1.01 else 'missed'} ({nuts['r_hat_max']:.3f})"
+           if nuts else "not measured")
+    )  # fmt: skip
+    verify = result.get("verify") or []
+    if not verify:
+        out.append("- against NUTS on the latent values (n = 200-300): not measured")
+    for r in verify:
+        worst = max(r["quantile_difference_sd"].values())
+        ok = r["probability_difference"] <= 0.03 and worst <= 0.2
+        out.append(f"- {r['case']}: predictive means within 0.03 and quantiles within 0.2 sd: "
+                   f"{'met' if ok else 'missed'} ({r['probability_difference']:.3f}, "
+                   f"{worst:.2f} sd)")  # fmt: skip
+    return out

@@ -41,6 +41,8 @@ from benchmarks._paths import RESULTS
 from benchmarks._timing import in_child, paired_ms, peak_mib
 
 SECTIONS = ("sizes", "map", "nuts", "verify")
+#: ``--section report`` measures nothing: it rewrites the page from the JSON (and ``--note``).
+REPORT = "report"
 #: The targets of issue 73: seconds for logp + gradient, minutes for the MAP classification.
 TARGETS = {
     "sizes_20000_s": 10.0,
@@ -393,7 +395,8 @@ def _here(function: str, *args) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes on an icosphere")
-    parser.add_argument("--section", choices=SECTIONS, action="append")
+    parser.add_argument("--section", choices=(*SECTIONS, REPORT), action="append")
+    parser.add_argument("--note", help="the conditions of the run, printed under the title")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     from benchmarks.scaling import BUNNY
@@ -403,6 +406,8 @@ def main(argv=None) -> None:
     sections = args.section or SECTIONS
     result = json.loads(path.read_text()) if path.exists() and args.section else {}
     result["machine"] = f"{platform.machine()}, {os.cpu_count()} cores"
+    if args.note:
+        result["note"] = args.note
     mesh = "bunny" if BUNNY.exists() else "icosphere-6"
     run = _here if args.quick else _child
     if args.quick:

@@ -12,7 +12,13 @@ import tempfile
 from pathlib import Path
 
 #: The scripts that save files, each to the folder its ``--out`` option names.
-SAVE_FILES = {"amplitude_identifiability.py", "large_mesh.py", "mesh_gp.py", "nonstationary.py"}
+SAVE_FILES = {
+    "amplitude_identifiability.py",
+    "large_mesh.py",
+    "mesh_classification.py",
+    "mesh_gp.py",
+    "nonstationary.py",
+}
 
 
 def example_argv(gallery_conf, script_vars) -> list[str]:

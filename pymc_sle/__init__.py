@@ -12,7 +12,8 @@ rest, one per stage of the data flow, each importing from the stages below it on
                   measured against; each Op with its C, NUMBA and JAX implementations
     gp/           the marginal likelihood with an analytic gradient, dense and, in gp/_sparse/,
                   through a sparse factorisation; the logprob rewrite that gives it to
-                  pm.gp.Marginal(cov_func=SLE(...)); gp.Marginal (sparse predictions)
+                  pm.gp.Marginal(cov_func=SLE(...)); gp.Marginal (sparse predictions);
+                  gp.Laplace (gp/_laplace/): non-Gaussian likelihoods, dense or sparse
     inference/    bounds -> grid posterior -> search -> basins -> sampled scales -> the model
                   step (sle_priors); MAP; the basin sampler
     evaluation/   metrics, PSD diagnostics, exact LOO, the own-landmark predictive, and the
