@@ -26,7 +26,7 @@ model                                  :math:`\log p(y \mid f)`                 
 =====================================  ==============================================  ==========
 
 A likelihood with parameters (the Gaussian's ``sigma``) also gives their derivatives of
-:math:`\log p`, :math:`b` and :math:`W` (:meth:`Likelihood.parameter_derivatives`), which the
+:math:`\log p`, :math:`b` and :math:`W` (``Likelihood.parameter_derivatives``), which the
 gradient of the approximation needs.
 """
 
@@ -45,7 +45,7 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 
 class Likelihood:
     """An observation model ``p(y_i | f_i)`` (module notes): subclasses give
-    :meth:`derivatives`, and :meth:`check` the observations they accept."""
+    ``derivatives``, and ``check`` the observations they accept."""
 
     #: Names of the likelihood's parameters, in the order the Op takes them.
     parameter_names: tuple[str, ...] = ()

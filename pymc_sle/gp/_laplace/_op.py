@@ -29,7 +29,7 @@ class LaplaceLogDensity(Op):
 
     Dense (``problem=None``): inputs ``(y, cov, mean, *likelihood parameters)``, ``cov`` the
     latent covariance with jitter. Sparse (``problem`` a
-    :class:`~pymc_sle.gp._sparse.SparseSLEProblem`): inputs ``(y, mean, radius, amplitude,
+    ``pymc_sle.gp._sparse.SparseSLEProblem``): inputs ``(y, mean, radius, amplitude,
     shape, ls, scale, jitter, *likelihood parameters)``. The outputs are ``log q`` and, with
     ``with_gradients``, its gradient with respect to each input after ``y``, all from one
     Newton iteration (warm-started per thread from this Op's last mode).
