@@ -88,12 +88,15 @@ accuracy = float(np.mean((probability > 0.5) == truth))
 log_loss = float(-np.mean(truth * np.log(clipped) + (1 - truth) * np.log(1 - clipped)))
 best = 1 / (1 + np.exp(-latent[test]))  # what the true field would predict
 best_accuracy = float(np.mean((best > 0.5) == truth))
-print(f"held-out accuracy {accuracy:.3f} (the true field: {best_accuracy:.3f}), "
-      f"log loss {log_loss:.3f}")  # fmt: skip
+print(
+    f"held-out accuracy {accuracy:.3f} (the true field: {best_accuracy:.3f}), "
+    f"log loss {log_loss:.3f}"
+)
 edges = np.linspace(0, 1, 11)
 bins = np.clip(np.digitize(probability, edges) - 1, 0, 9)
-reliability = [(probability[bins == b].mean(), truth[bins == b].mean()) for b in range(10)
-               if np.any(bins == b)]  # fmt: skip
+reliability = [
+    (probability[bins == b].mean(), truth[bins == b].mean()) for b in range(10) if np.any(bins == b)
+]
 
 # %%
 # Counts on the same mesh: Poisson observations of ``exp(1 + latent / 3)`` at the labelled
@@ -107,8 +110,9 @@ with pm.Model() as count_model:
     count_gp = sle.gp.Laplace(
         mean_func=pm.gp.mean.Constant(offset), cov_func=eta**2 * sle.SLE(D, radius=radius, ls=ls)
     )
-    count_gp.marginal_likelihood("y", X=train[:, None], y=counts[train],
-                                 likelihood=sle.gp.Poisson())  # fmt: skip
+    count_gp.marginal_likelihood(
+        "y", X=train[:, None], y=counts[train], likelihood=sle.gp.Poisson()
+    )
     count_point = pm.find_MAP(progressbar=False)
     rate_mean, rate_var = count_gp.predict(test[:, None], point=count_point)
 rate = sle.gp.Poisson().mean(rate_mean, rate_var)
@@ -126,14 +130,16 @@ ax.set_title("true probability")
 with model:
     everywhere = gp.predict(np.arange(mesh.n_vertices)[:, None], point=point)
 ax = fig.add_subplot(1, 3, 2, projection="3d")
-plot_mesh_field(ax, mesh.vertices, mesh.faces, sle.gp.Bernoulli().mean(*everywhere),
-                limits=(0, 1))  # fmt: skip
+plot_mesh_field(ax, mesh.vertices, mesh.faces, sle.gp.Bernoulli().mean(*everywhere), limits=(0, 1))
 ax.set_title("predicted probability")
 ax = fig.add_subplot(1, 3, 3)
 ax.plot([0, 1], [0, 1], color="grey", lw=1)
 ax.plot(*np.array(reliability).T, "o-")
-ax.set(xlabel="predicted probability", ylabel="observed frequency",
-       title="reliability, held-out vertices")  # fmt: skip
+ax.set(
+    xlabel="predicted probability",
+    ylabel="observed frequency",
+    title="reliability, held-out vertices",
+)
 fig.tight_layout()
 args.out.mkdir(parents=True, exist_ok=True)
 fig.savefig(args.out / "mesh_classification.png", dpi=110)
