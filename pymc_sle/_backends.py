@@ -18,6 +18,9 @@ compiled kernels from Python: ``perform`` runs in object mode. That holds the GI
 kernels it calls release it (``nogil=True``), so nutpie's chains, threads of one process, run
 them in parallel (:doc:`/performance`).
 
+:func:`register_value_only` registers the rewrite that swaps a log-density Op whose node also
+outputs its gradient for its value-only variant when nothing uses the gradient.
+
 :func:`register_jax` registers an Op's ``jax_funcify`` implementation beside the Op (its C and
 NUMBA implementations are the numba kernels its module compiles): when JAX is not installed it
 registers nothing, and the Op runs on the other backends only.
@@ -32,7 +35,13 @@ from contextlib import nullcontext
 
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["object_mode_perform", "one_blas_thread_in_workers", "register_jax", "worker_blas_limit"]
+__all__ = [
+    "object_mode_perform",
+    "one_blas_thread_in_workers",
+    "register_jax",
+    "register_value_only",
+    "worker_blas_limit",
+]
 
 #: ``(pid, controller)``: found afresh in each process, as a forked child must not use its
 #: parent's.
@@ -103,3 +112,22 @@ def object_mode_perform(op, node):
         return perform(*inputs)[0]
 
     return value_only
+
+
+def register_value_only(op_class: type, value_only) -> None:
+    """Register a specialisation rewrite: a node of ``op_class`` with ``with_gradients`` whose
+    gradient outputs (all outputs after the first) have no clients becomes
+    ``value_only(op)(*inputs)``, the variant that skips the gradient's work."""
+    from pytensor.graph.rewriting.basic import node_rewriter
+    from pytensor.tensor.rewriting.basic import register_specialize
+
+    def rewrite(fgraph, node):
+        if not node.op.with_gradients:
+            return None
+        if any(fgraph.clients.get(output) for output in node.outputs[1:]):
+            return None
+        value = value_only(node.op)(*node.inputs)
+        return [value] + [None] * (len(node.outputs) - 1)
+
+    rewrite.__name__ = f"local_{op_class.__name__}_value_only"
+    register_specialize(node_rewriter([op_class])(rewrite))

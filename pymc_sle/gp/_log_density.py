@@ -33,11 +33,9 @@ import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.link.numba.dispatch import numba_funcify
-from pytensor.tensor.rewriting.basic import register_specialize
 
-from pymc_sle._backends import one_blas_thread_in_workers, register_jax
+from pymc_sle._backends import one_blas_thread_in_workers, register_jax, register_value_only
 from pymc_sle._linalg._lapack import (
     cholesky_inplace,
     cholesky_inverse_inplace,
@@ -227,15 +225,7 @@ def gaussian_logp(value, mu, cov):
     return log_densities.reshape(residual.shape[:-1], ndim=residual.type.ndim - 1)
 
 
-@register_specialize
-@node_rewriter([GaussianLogDensity])
-def local_gaussian_value_only(fgraph, node):
-    """Drop ``dpotri`` when nothing uses the gradient outputs."""
-    if not node.op.with_gradients:
-        return None
-    if any(fgraph.clients.get(output) for output in node.outputs[1:]):
-        return None
-    return [GaussianLogDensity(False)(*node.inputs), None, None]
+register_value_only(GaussianLogDensity, lambda op: GaussianLogDensity(False))
 
 
 @numba_funcify.register(GaussianLogDensity)

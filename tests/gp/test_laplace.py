@@ -461,3 +461,11 @@ def test_an_ill_conditioned_covariance_converges_to_rounding():
         problem, y, np.zeros(N), sle.gp.Bernoulli(), *dict(v, scale=1e11).values(), JITTER
     )
     assert np.isfinite(wild[0]) and wild[0] < sensible[0] - 10
+
+
+def test_a_log_density_without_its_gradient_skips_the_gradient():
+    D = _latent()[0]
+    model, _, _ = _model(sle.SparseDistanceMatrix.from_dense(D, cutoff=CUTOFF), "logit")
+    nodes = model.compile_logp().f.maker.fgraph.apply_nodes
+    ops = [node.op for node in nodes if isinstance(node.op, sle.gp.LaplaceLogDensity)]
+    assert len(ops) == 1 and not ops[0].with_gradients

@@ -156,6 +156,21 @@ def test_basins_below_min_mass_are_dropped_and_one_basin_is_pm_sample():
     assert basin_diagnostics(one) is None
 
 
+def _record_sample_calls(monkeypatch) -> list[dict]:
+    """Replace ``pm.sample`` under ``sample_basins`` by a stand-in that records its keyword
+    arguments (the list returned) and returns an empty fit."""
+    import pymc_sle.inference._sampler as basins
+
+    seen = []
+
+    def record(**kwargs):
+        seen.append(kwargs)
+        return az.from_dict(posterior={"x": np.zeros((1, 2))})
+
+    monkeypatch.setattr(basins.pm, "sample", record)
+    return seen
+
+
 @pytest.mark.parametrize(
     "passed, expected",
     [
@@ -166,15 +181,7 @@ def test_basins_below_min_mass_are_dropped_and_one_basin_is_pm_sample():
     ],
 )  # fmt: skip
 def test_nutpie_gets_the_low_rank_mass_matrix_unless_told_otherwise(monkeypatch, passed, expected):
-    import pymc_sle.inference._sampler as basins
-
-    seen = []
-
-    def record(**kwargs):
-        seen.append(kwargs)
-        return az.from_dict(posterior={"x": np.zeros((1, 2))})
-
-    monkeypatch.setattr(basins.pm, "sample", record)
+    seen = _record_sample_calls(monkeypatch)
     model, priors = two_wells(weights=(1.0, 0.0))
     extra = {} if passed is None else {"nuts_sampler_kwargs": passed}
     sample_basins(priors, model=model, nuts_sampler="nutpie", **extra)
@@ -184,15 +191,7 @@ def test_nutpie_gets_the_low_rank_mass_matrix_unless_told_otherwise(monkeypatch,
 
 
 def test_pymcs_nuts_gets_a_dense_mass_matrix_unless_told_otherwise(monkeypatch):
-    import pymc_sle.inference._sampler as basins
-
-    seen = []
-
-    def record(**kwargs):
-        seen.append(kwargs)
-        return az.from_dict(posterior={"x": np.zeros((1, 2))})
-
-    monkeypatch.setattr(basins.pm, "sample", record)
+    seen = _record_sample_calls(monkeypatch)
     model, priors = two_wells(weights=(1.0, 0.0))
     sample_basins(priors, model=model)
     sample_basins(priors, model=model, init="adapt_diag")

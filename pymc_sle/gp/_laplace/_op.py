@@ -8,11 +8,13 @@ import pytensor.tensor as pt
 from pytensor.gradient import grad_undefined
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.link.numba.dispatch import numba_funcify
-from pytensor.tensor.rewriting.basic import register_specialize
 
-from pymc_sle._backends import object_mode_perform, one_blas_thread_in_workers
+from pymc_sle._backends import (
+    object_mode_perform,
+    one_blas_thread_in_workers,
+    register_value_only,
+)
 from pymc_sle.gp._laplace._approximation import dense_laplace
 from pymc_sle.gp._laplace._likelihoods import Likelihood
 from pymc_sle.gp._laplace._sparse import sparse_laplace
@@ -115,16 +117,9 @@ class LaplaceLogDensity(Op):
         return [undefined, *(output_grads[0] * part for part in gradient)]
 
 
-@register_specialize
-@node_rewriter([LaplaceLogDensity])
-def local_laplace_value_only(fgraph, node):
-    """Skip the gradient (the inverse) when nothing uses the gradient outputs."""
-    if not node.op.with_gradients:
-        return None
-    if any(fgraph.clients.get(output) for output in node.outputs[1:]):
-        return None
-    value = LaplaceLogDensity(node.op.likelihood, node.op.problem, False)(*node.inputs)
-    return [value] + [None] * (len(node.outputs) - 1)
+register_value_only(
+    LaplaceLogDensity, lambda op: LaplaceLogDensity(op.likelihood, op.problem, False)
+)
 
 
 @numba_funcify.register(LaplaceLogDensity)

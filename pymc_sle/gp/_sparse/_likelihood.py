@@ -280,9 +280,9 @@ def factor_entries(problem: SparseSLEProblem, entries, noise):
     one value per training point) on the diagonal; ``None`` if ``B`` is not numerically
     positive definite."""
     values = np.zeros(problem.symbolic.n_values)
-    diagonal = entries.copy()
-    diagonal[problem.diagonal] += noise
-    values[problem.symbolic.entry_index] = diagonal
+    with_noise = entries.copy()
+    with_noise[problem.diagonal] += noise
+    values[problem.symbolic.entry_index] = with_noise
     return values if factorize(problem.symbolic, values) else None
 
 

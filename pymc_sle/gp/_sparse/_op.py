@@ -6,11 +6,13 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.link.numba.dispatch import numba_funcify
-from pytensor.tensor.rewriting.basic import register_specialize
 
-from pymc_sle._backends import object_mode_perform, one_blas_thread_in_workers
+from pymc_sle._backends import (
+    object_mode_perform,
+    one_blas_thread_in_workers,
+    register_value_only,
+)
 from pymc_sle.gp._sparse._likelihood import PARAMETERS, log_density
 from pymc_sle.gp._sparse._problem import SparseSLEProblem
 
@@ -74,16 +76,7 @@ class SparseSLELogDensity(Op):
         return [output_grads[0] * part for part in gradient]
 
 
-@register_specialize
-@node_rewriter([SparseSLELogDensity])
-def local_sparse_sle_value_only(fgraph, node):
-    """Skip the selected inversion when nothing uses the gradient outputs."""
-    if not node.op.with_gradients:
-        return None
-    if any(fgraph.clients.get(output) for output in node.outputs[1:]):
-        return None
-    value = SparseSLELogDensity(node.op.problem, False)(*node.inputs)
-    return [value] + [None] * (len(node.outputs) - 1)
+register_value_only(SparseSLELogDensity, lambda op: SparseSLELogDensity(op.problem, False))
 
 
 @numba_funcify.register(SparseSLELogDensity)
