@@ -60,28 +60,28 @@ order = rng.permutation(mesh.n_vertices)
 n_train = int(0.86 * mesh.n_vertices)
 train, test = np.sort(order[:n_train]), np.sort(order[n_train:])
 D = geodesic(mesh.vertices, mesh.faces, cols=train, cutoff="auto", per_bump=32, n_jobs=2)
-cutoff = D.cutoff
 print(f"{mesh.n_vertices:,} vertices, {n_train:,} labelled; {D!r}")
 
 # %%
 # The classifier: a latent GP with an SLE covariance and a Bernoulli (logit) likelihood. The
 # observed variable's density is the Laplace approximation of the labels' marginal
-# likelihood; the hyperparameters are the model's only free variables.
+# likelihood; the hyperparameters are the model's only free variables. ``sle_priors`` with
+# the likelihood gives their priors: the radius and length scale from the distances, the
+# signal on the logit's scale and a constant offset at the logit of the labels' mean.
+bernoulli = sle.gp.Bernoulli()
 with pm.Model() as model:
-    radius = pm.Uniform("radius", cutoff / 4, cutoff)
-    ls = pm.LogNormal("ls", np.log(2.0), 1.0)
-    eta = pm.HalfNormal("eta", 3.0)
-    gp = sle.gp.Laplace(cov_func=eta**2 * sle.SLE(D, radius=radius, ls=ls))
-    gp.marginal_likelihood("y", X=train[:, None], y=labels[train], likelihood=sle.gp.Bernoulli())
-    point = pm.find_MAP(progressbar=False)
-print("MAP:", {k: round(float(point[k]), 5) for k in ("radius", "ls", "eta")})
+    priors = sle.sle_priors(D, train, labels[train], likelihood=bernoulli)
+    gp = sle.gp.Laplace(mean_func=priors.mean_func(), cov_func=priors.covariance())
+    gp.marginal_likelihood("y", X=train[:, None], y=labels[train], likelihood=bernoulli)
+    point = sle.find_map(seed=0).point  # L-BFGS from the best of 16 starts
+print("MAP:", {k: round(float(point[k]), 5) for k in priors})
 
 # %%
 # Held-out probabilities: the latent mean and variance at each new vertex (one sparse solve
 # per vertex), then the probability averaged over the latent's Gaussian.
 with model:
     f_mean, f_var = gp.predict(test[:, None], point=point)
-probability = sle.gp.Bernoulli().mean(f_mean, f_var)
+probability = bernoulli.mean(f_mean, f_var)
 clipped = np.clip(probability, 1e-12, 1 - 1e-12)
 truth = labels[test]
 accuracy = float(np.mean((probability > 0.5) == truth))
@@ -100,22 +100,19 @@ reliability = [
 
 # %%
 # Counts on the same mesh: Poisson observations of ``exp(1 + latent / 3)`` at the labelled
-# vertices, the same covariance and a constant mean, fitted the same way.
+# vertices, the same kind of priors (the signal on the scale of the log counts, the offset at
+# the log of their mean), fitted the same way.
 counts = rng.poisson(np.exp(1.0 + latent / 3.0))
+poisson = sle.gp.Poisson()
 with pm.Model() as count_model:
-    radius = pm.Uniform("radius", cutoff / 4, cutoff)
-    ls = pm.LogNormal("ls", np.log(2.0), 1.0)
-    eta = pm.HalfNormal("eta", 1.0)
-    offset = pm.Normal("offset", 0.0, 2.0)
+    count_priors = sle.sle_priors(D, train, counts[train], likelihood=poisson)
     count_gp = sle.gp.Laplace(
-        mean_func=pm.gp.mean.Constant(offset), cov_func=eta**2 * sle.SLE(D, radius=radius, ls=ls)
+        mean_func=count_priors.mean_func(), cov_func=count_priors.covariance()
     )
-    count_gp.marginal_likelihood(
-        "y", X=train[:, None], y=counts[train], likelihood=sle.gp.Poisson()
-    )
-    count_point = pm.find_MAP(progressbar=False)
+    count_gp.marginal_likelihood("y", X=train[:, None], y=counts[train], likelihood=poisson)
+    count_point = sle.find_map(seed=0).point
     rate_mean, rate_var = count_gp.predict(test[:, None], point=count_point)
-rate = sle.gp.Poisson().mean(rate_mean, rate_var)
+rate = poisson.mean(rate_mean, rate_var)
 true_rate = np.exp(1.0 + latent[test] / 3.0)
 print(
     f"Poisson: held-out rate error {np.sqrt(np.mean((rate - true_rate) ** 2)):.3f} "
@@ -130,7 +127,7 @@ ax.set_title("true probability")
 with model:
     everywhere = gp.predict(np.arange(mesh.n_vertices)[:, None], point=point)
 ax = fig.add_subplot(1, 3, 2, projection="3d")
-plot_mesh_field(ax, mesh.vertices, mesh.faces, sle.gp.Bernoulli().mean(*everywhere), limits=(0, 1))
+plot_mesh_field(ax, mesh.vertices, mesh.faces, bernoulli.mean(*everywhere), limits=(0, 1))
 ax.set_title("predicted probability")
 ax = fig.add_subplot(1, 3, 3)
 ax.plot([0, 1], [0, 1], color="grey", lw=1)

@@ -105,3 +105,28 @@ def test_the_requirements_table_quotes_what_the_validator_says():
         with pytest.raises({"ValueError": ValueError, "TypeError": TypeError}[kind]) as raised:
             DistanceMatrix(values)
         assert str(raised.value) == message
+
+
+def test_the_classification_block_runs_on_a_small_mesh():
+    """The 'Classification and counts' block, after the large-data block's distances on a
+    162-vertex icosphere with labels of a field on it: finite probabilities, one per test
+    vertex, that separate the classes."""
+    import numpy as np
+    import trimesh
+
+    import pymc_sle as sle
+
+    sphere = trimesh.creation.icosphere(subdivisions=2)
+    vertices, faces = np.asarray(sphere.vertices), np.asarray(sphere.faces)
+    rng = np.random.default_rng(0)
+    truth = 1 / (1 + np.exp(-4.0 * vertices[:, 2]))
+    all_labels = (rng.uniform(size=len(vertices)) < truth).astype(float)
+    order = rng.permutation(len(vertices))
+    train, test = np.sort(order[:130]), np.sort(order[130:])
+    D = sle.distances.geodesic(vertices, faces, cols=train, cutoff="auto")
+    namespace = {"pm": __import__("pymc"), "sle": sle, "D": D, "train": train, "test": test,
+                 "labels": all_labels[train]}  # fmt: skip
+    exec(readme_block("Classification and counts"), namespace)
+    probability = namespace["probability"]
+    assert probability.shape == test.shape and np.all((probability > 0) & (probability < 1))
+    assert np.corrcoef(probability, truth[test])[0, 1] > 0.8

@@ -18,6 +18,7 @@ import pytensor.tensor as pt
 
 from pymc_sle.inference._basins import Basin, add_label
 from pymc_sle.inference._bounds import lognormal_between, target_scale, training_data
+from pymc_sle.inference._latent_priors import check_likelihood, latent_location_and_scale
 from pymc_sle.inference._scales import ReparamPlan, plan
 from pymc_sle.inference._search import DEFAULT_POLICY, SearchPolicy, SearchProblem, search
 from pymc_sle.kernels._inner import resolve_inner
@@ -27,7 +28,8 @@ __all__ = ["SLEPriors", "scale_priors", "sle_priors"]
 
 class SLEPriors(dict):
     """What :func:`~pymc_sle.sle_priors` returns: a dict ``{"radius", "ls", "eta",
-    "sigma"}`` of the new random variables, with the radius ``basins`` its start search found
+    "sigma"}`` of the new random variables (``"offset"`` instead of ``"sigma"`` for a latent
+    GP, whose mean :meth:`mean_func` builds), with the radius ``basins`` its start search found
     (highest mass first; empty for ``start="prior"``). :func:`pymc_sle.sample_basins`
     samples each.
 
@@ -39,7 +41,8 @@ class SLEPriors(dict):
     ``"quantile"`` (the grid posterior's quantile scale; ``"capped quantile"`` with the radius
     capped at ``radius_cap``), or ``"ridge"`` / ``"floored ridge"`` (relative to the grid's ridge
     given the radius, on a centred log scale; ``"floored ridge, quantile"`` on its quantile
-    scale), with ``", basin jumps"`` after the radius's where a label moves it between basins.
+    scale), or ``"identity"`` (the latent GP's offset), with ``", basin jumps"`` after the
+    radius's where a label moves it between basins.
     The model's variables are the four keys, whatever their scales: the changes of variable are
     their transforms, hidden from traces as PyMC hides every transformed value
     (``idata_kwargs={"include_transformed": True}`` keeps them). Where a basin label moves the
@@ -126,6 +129,13 @@ class SLEPriors(dict):
         )
         return self["eta"] ** 2 * sle
 
+    def mean_func(self) -> pm.gp.mean.Mean:
+        """The GP's mean function: ``Constant(offset)`` where the priors have an ``offset``
+        (``sle_priors`` with a ``likelihood``), ``Zero()`` otherwise."""
+        if "offset" in self:
+            return pm.gp.mean.Constant(self["offset"])
+        return pm.gp.mean.Zero()
+
     def var_names(self, model: pm.Model, idata=None) -> list[str]:
         """What convergence diagnostics should cover: every free variable of ``model``, the
         four hyperparameters first (then the basin label of ``pymc_sle.inference._basins``,
@@ -144,12 +154,13 @@ def sle_priors(
     rows,
     y,
     *,
+    likelihood=None,
     landmarks=None,
     mass: float = 0.95,
     names: dict[str, str] | None = None,
     inner="matern32",
     inner_kwargs: dict | None = None,
-    start: str = "mode",
+    start: str | None = None,
     scale_ridges: bool = True,
     cap_radius: bool = True,
     search_points: int = 500,
@@ -200,6 +211,13 @@ def sle_priors(
     distances, rows, y, landmarks
         As in :func:`suggest_bounds`: the distance matrix, the training rows, their
         observations and the landmark columns (default: every column).
+    likelihood : pymc_sle.gp.Bernoulli, Binomial or Poisson, optional
+        Priors for a latent GP observed through this likelihood (:class:`pymc_sle.gp.Laplace`)
+        instead of Gaussian observations: ``radius`` and ``ls`` as here, ``eta`` on the
+        likelihood's latent scale and a constant ``offset`` at the link of the pooled
+        observations, no ``sigma``, and NUTS on PyMC's default scales and start (the grid
+        search is the Gaussian posterior's): :doc:`/how-to/classification` gives the
+        definitions. ``scale_ridges``, ``cap_radius`` and ``policy`` do not apply.
     mass : float, default 0.95
         Prior probability between the bounds.
     names : dict, optional
@@ -208,8 +226,9 @@ def sle_priors(
     inner, inner_kwargs
         The SLE's inner kernel, as for :class:`pymc_sle.SLE`: the grid searches that kernel's
         posterior, and :meth:`SLEPriors.covariance` uses it.
-    start : {"mode", "prior"}, default "mode"
-        Where NUTS chains start, and on which scales; see above.
+    start : {"mode", "prior"}, optional
+        Where NUTS chains start, and on which scales; see above. Default: ``"mode"``, and
+        ``"prior"`` with a ``likelihood`` (which takes no other).
     scale_ridges : bool, default True
         Sample ``eta`` and ``sigma`` relative to ridges of their own, as ``ls`` is (only where
         the radius is on its quantile scale). The ridges are floored: they follow the grid's
@@ -240,7 +259,8 @@ def sle_priors(
     Returns
     -------
     SLEPriors
-        A dict ``{"radius", "ls", "eta", "sigma"}`` of the new random variables, with
+        A dict ``{"radius", "ls", "eta", "sigma"}`` of the new random variables
+        (``{"radius", "ls", "eta", "offset"}`` with a ``likelihood``), with
         ``basins``, ``radius_cap`` (``None``: none), ``truncated_mass``, ``scales`` (the scale
         each variable is sampled on) and ``kernel`` (what the search assumed:
         distances, landmarks, inner kernel).
@@ -248,11 +268,13 @@ def sle_priors(
     Raises
     ------
     ValueError
-        If ``start`` is not ``"mode"`` or ``"prior"``, or the data are invalid (as for
-        :func:`suggest_bounds`).
+        If ``start`` is not ``"mode"`` or ``"prior"`` (or is ``"mode"`` with a
+        ``likelihood``), the data are invalid (as for :func:`suggest_bounds`), ``y`` holds
+        values the ``likelihood`` does not accept, or the ``likelihood`` is the Gaussian.
     TypeError
-        If ``scale_ridges`` or ``cap_radius`` is not a bool, or ``policy`` not a
-        :class:`~pymc_sle.inference.SearchPolicy`.
+        If ``scale_ridges`` or ``cap_radius`` is not a bool, ``policy`` not a
+        :class:`~pymc_sle.inference.SearchPolicy`, or ``likelihood`` not a likelihood of
+        :mod:`pymc_sle.gp`.
 
     Examples
     --------
@@ -264,21 +286,41 @@ def sle_priors(
     ...     priors = sle_priors(D, rows=np.arange(20), y=np.sin(6 * x))
     >>> sorted(priors)
     ['eta', 'ls', 'radius', 'sigma']
+
+    Labels instead of Gaussian observations:
+
+    >>> import pymc_sle as sle
+    >>> labels = (x > 0.5).astype(float)
+    >>> with pm.Model():
+    ...     priors = sle_priors(D, np.arange(20), labels, likelihood=sle.gp.Bernoulli())
+    ...     gp = sle.gp.Laplace(mean_func=priors.mean_func(), cov_func=priors.covariance())
+    >>> sorted(priors)
+    ['eta', 'ls', 'offset', 'radius']
     """
-    if start not in ("mode", "prior"):
+    if start not in (None, "mode", "prior"):
         raise ValueError(f"`start` must be 'mode' or 'prior', but got {start!r}")
+    if likelihood is not None and start == "mode":
+        raise ValueError(
+            "`start` must be 'prior' with a `likelihood`: the grid search of start='mode' is "
+            "the Gaussian model's exact posterior"
+        )
     for name, value in (("scale_ridges", scale_ridges), ("cap_radius", cap_radius)):
         if not isinstance(value, bool | np.bool_):
             raise TypeError(f"`{name}` must be a bool, but got {value!r}")
     policy = DEFAULT_POLICY if policy is None else policy
     if not isinstance(policy, SearchPolicy):
         raise TypeError(f"`policy` must be a SearchPolicy, but got {type(policy).__name__}")
-    names = {"radius": "radius", "ls": "ls", "eta": "eta", "sigma": "sigma", **(names or {})}
+    names = {"radius": "radius", "ls": "ls", "eta": "eta", "sigma": "sigma", "offset": "offset",
+             **(names or {})}  # fmt: skip
     data = training_data(distances, rows, y, landmarks, sparse=True)
     problem = SearchProblem.build(
         data, inner=inner, inner_kwargs=inner_kwargs, mass=mass, search_points=search_points
     )
-    return _compose(problem, policy, start, names, scale_ridges, cap_radius)
+    if likelihood is not None:
+        latent = latent_location_and_scale(likelihood, check_likelihood(likelihood, data.y))
+        variables = _add_to_model(problem, None, names, latent)
+        return SLEPriors(variables, scales={"offset": "identity"}, kernel=problem.kernel)
+    return _compose(problem, policy, start or "mode", names, scale_ridges, cap_radius)
 
 
 def _compose(problem, policy: SearchPolicy, start: str, names: dict, scale_ridges: bool,
@@ -304,9 +346,12 @@ def _compose(problem, policy: SearchPolicy, start: str, names: dict, scale_ridge
     )
 
 
-def _add_to_model(problem: SearchProblem, reparametrised: ReparamPlan | None, names: dict) -> dict:
+def _add_to_model(problem: SearchProblem, reparametrised: ReparamPlan | None, names: dict,
+                  latent: tuple[float, float] | None = None) -> dict:  # fmt: skip
     """The priors' variables in the current model, sampled as ``reparametrised`` says (``None``:
-    PyMC's default scales and start). The one step of ``sle_priors`` that touches the model."""
+    PyMC's default scales and start). With ``latent``, the offset's prior mean and the latent
+    scale: the latent GP's variables instead of the Gaussian's (``_latent_priors``). The one
+    step of ``sle_priors`` that touches the model."""
     radius_prior = lognormal_between(*problem.bounds.radius, problem.mass)
     ls_prior = lognormal_between(*problem.bounds.ls, problem.mass)
     scale = problem.y_scale
@@ -318,6 +363,14 @@ def _add_to_model(problem: SearchProblem, reparametrised: ReparamPlan | None, na
         prior = pm.LogNormal.dist(**radius_prior)
         return pm.Truncated(names["radius"], prior, upper=problem.cutoff, **options)
 
+    if latent is not None:
+        location, latent_scale = latent
+        return {
+            "radius": radius_variable(),
+            "ls": pm.LogNormal(names["ls"], **ls_prior),
+            "eta": pm.HalfNormal(names["eta"], sigma=latent_scale),
+            "offset": pm.Normal(names["offset"], mu=location, sigma=latent_scale),
+        }
     if reparametrised is None:
         return {
             "radius": radius_variable(),

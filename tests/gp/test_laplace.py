@@ -11,6 +11,7 @@ from scipy import optimize, stats
 
 import pymc_sle as sle
 from pymc_sle.gp._laplace._approximation import (
+    PATIENCE,
     DenseStructure,
     NewtonError,
     dense_laplace,
@@ -461,6 +462,19 @@ def test_an_ill_conditioned_covariance_converges_to_rounding():
         problem, y, np.zeros(N), sle.gp.Bernoulli(), *dict(v, scale=1e11).values(), JITTER
     )
     assert np.isfinite(wild[0]) and wild[0] < sensible[0] - 10
+
+
+@pytest.mark.parametrize("scale", [5e5, 1e7])
+def test_a_large_signal_variance_stops_at_the_rounding_floor(scale):
+    """Where rounding in the solve makes every full step lower the objective at the mode (a
+    sampler's step to a signal variance of 5e5, seen in NUTS), the halved steps that gain only
+    rounding end the iteration after PATIENCE steps, at a stationary mode (a = b there)."""
+    D, f = _latent()
+    y = _observations("logit", f)
+    K = scale * np.exp(-0.5 * D**2 / 50.0**2)
+    mode = find_mode(DenseStructure(K), sle.gp.Bernoulli(), y, np.zeros(N))
+    assert mode.iterations <= PATIENCE + 2
+    np.testing.assert_allclose(mode.a, mode.b, atol=1e-7)
 
 
 def test_a_log_density_without_its_gradient_skips_the_gradient():

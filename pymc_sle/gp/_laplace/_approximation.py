@@ -14,11 +14,13 @@ each step
 of a Gaussian model with noise variances :math:`W_i^{-1}`: the structure the dense and the
 sparse Gaussian likelihoods factorise), damped by step halving until :math:`\Psi` does not
 decrease. The iteration stops when a full step moves :math:`g` by at most ``tol`` times
-:math:`1 + \lVert g\rVert_\infty`, or raises :math:`\Psi` by no more than rounding
-(``ROUNDING`` of :math:`|\Psi|`) after ``PATIENCE`` steps: an ill-conditioned :math:`K` can
-make the first test unreachable, and the second alone would stop at a mode accurate to the
-square root of rounding only. It starts from the last mode found by the calling thread (a
-warm start: in a sampler, the previous evaluation's), or from :math:`0` where that is higher.
+:math:`1 + \lVert g\rVert_\infty`, or a step (full or halved) raises :math:`\Psi` by no
+more than rounding (``ROUNDING`` of :math:`|\Psi|`) after ``PATIENCE`` steps: an
+ill-conditioned :math:`K` can make the first test unreachable -- rounding in the solve then
+moves the full step's :math:`g` by more than ``tol`` and lowers :math:`\Psi` -- and the second
+alone would stop at a mode accurate to the square root of rounding only. It starts from the
+last mode found by the calling thread (a warm start: in a sampler, the previous
+evaluation's), or from :math:`0` where that is higher.
 At the mode :math:`a = K^{-1}\hat g = b`, and
 
 .. math::
@@ -81,7 +83,7 @@ MAX_ITERATIONS = 100
 MAX_HALVINGS = 40
 #: Changes of the objective below this fraction of it are rounding (about 50 ulps).
 ROUNDING = 1e-14
-#: Newton steps after which a full step that gains only rounding also ends the iteration.
+#: Newton steps after which a step that gains only rounding also ends the iteration.
 PATIENCE = 20
 
 
@@ -200,7 +202,7 @@ def find_mode(
         gain = psi_new - psi
         a, g, psi = a_new, g_new, psi_new
         rounding = taken >= PATIENCE and gain <= ROUNDING * max(1.0, abs(psi))
-        if full and (moved <= tol * (1.0 + np.max(np.abs(g))) or rounding):
+        if (full and moved <= tol * (1.0 + np.max(np.abs(g)))) or rounding:
             break
     else:
         raise NewtonError(
