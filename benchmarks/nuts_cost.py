@@ -74,7 +74,9 @@ def measure(n: int, variant: str, draws: int, mesh_name: str) -> dict:
         "steps_per_draw": float(kept.mean()),
         "gradients_per_kept_draw": float((warm.sum() + kept.sum()) / kept.size),
         "r_hat_max": float(table["r_hat"].max()),
+        "worst": str(table["r_hat"].idxmax()),
         "ess_bulk_min": float(table["ess_bulk"].min()),
+        "ess_tail_min": float(table["ess_tail"].min()),
         "divergences": int(idata.sample_stats["diverging"].sum()),
     }
 
@@ -91,9 +93,9 @@ def summary(runs: list[dict]) -> str:
         "count the tuning's leapfrog steps too. Target: PyMC within 1.5x nutpie.",
         "",
         "| N | variant | draws | gradients / kept draw | vs nutpie | steps / tuning iteration "
-        "| first 100 | steps / draw | wall (s) | wall vs nutpie | r̂ max | bulk ESS min "
-        "| divergences |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| first 100 | steps / draw | wall (s) | wall vs nutpie | r̂ max (variable) "
+        "| bulk ESS min | tail ESS min | divergences |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     nutpie = {r["n"]: r for r in runs if r["variant"] == "nutpie"}
     for r in sorted(runs, key=lambda r: (r["n"], VARIANTS.index(r["variant"]))):
@@ -101,12 +103,14 @@ def summary(runs: list[dict]) -> str:
         cost = r["gradients_per_kept_draw"]
         ratio = f"{cost / ref['gradients_per_kept_draw']:.2f}" if ref else ""
         wall = f"{r['wall_s'] / ref['wall_s']:.2f}" if ref else ""
+        worst = f" ({r['worst']})" if "worst" in r else ""  # runs before these two columns
+        tail = f"{r['ess_tail_min']:.0f}" if "ess_tail_min" in r else "--"
         lines.append(
             f"| {r['n']:,} | {r['variant']} | {r['draws']} | {r['gradients_per_kept_draw']:.1f} "
             f"| {ratio} | {r['tuning_steps_per_iteration']:.1f} "
             f"| {r['first_100_steps_per_iteration']:.1f} | {r['steps_per_draw']:.1f} "
-            f"| {r['wall_s']:.0f} | {wall} | {r['r_hat_max']:.3f} | {r['ess_bulk_min']:.0f} "
-            f"| {r['divergences']} |"
+            f"| {r['wall_s']:.0f} | {wall} | {r['r_hat_max']:.3f}{worst} "
+            f"| {r['ess_bulk_min']:.0f} | {tail} | {r['divergences']} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -29,11 +29,11 @@ __all__ = ["SLEPriors", "scale_priors", "sle_priors"]
 class SLEPriors(dict):
     """What :func:`~pymc_sle.sle_priors` returns: a dict ``{"radius", "ls", "eta",
     "sigma"}`` of the new random variables (``"offset"`` instead of ``"sigma"`` for a latent
-    GP, whose mean :meth:`mean_func` builds), with the radius ``basins`` its start search found
-    (highest mass first; empty for ``start="prior"``). :func:`pymc_sle.sample_basins`
-    samples each.
+    GP, whose mean :meth:`SLEPriors.mean_func` builds), with the radius ``basins`` its start
+    search found (highest mass first; empty for ``start="prior"``).
+    :func:`pymc_sle.sample_basins` samples each.
 
-    :meth:`covariance` builds the SLE covariance these priors were searched for (the same
+    :meth:`SLEPriors.covariance` builds the SLE covariance these priors were searched for (the same
     distances, landmarks and inner kernel), so the inner kernel is named once.
 
     ``scales`` records what the search decided: for each key, the scale NUTS samples it on --
