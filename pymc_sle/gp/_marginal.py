@@ -183,9 +183,7 @@ def _sparse_logp(value, mu, *parameters, problem):
 
 
 def _sparse_random(mu, *parameters, problem, rng=None, size=None):
-    rng = np.random.default_rng(rng)
-    values = [float(np.asarray(p)) for p in parameters]
-    return np.asarray(mu) + draw(problem, *values, rng=rng, size=() if size is None else size)
+    return draw(problem, *parameters, rng=np.random.default_rng(rng), size=size, mean=mu)
 
 
 def _check_sparse_features(cov_func, X) -> None:

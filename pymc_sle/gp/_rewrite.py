@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from copy import copy
 
-import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import SymbolicRandomVariable
 from pymc.logprob.abstract import _logprob
@@ -95,8 +94,7 @@ class SparseSLEDraws(Op):
     def perform(self, node, inputs, output_storage):
         rng, size, mean, *parameters = inputs
         rng = copy(rng)
-        values = (float(np.asarray(p)) for p in parameters)
-        draws = np.asarray(mean) + draw(self.problem, *values, rng=rng, size=size)
+        draws = draw(self.problem, *parameters, rng=rng, size=size, mean=mean)
         output_storage[0][0], output_storage[1][0] = rng, draws
 
 

@@ -134,27 +134,20 @@ def _problem(D, cutoff):
     return SparseSLEProblem(sparse_d.indptr, sparse_d.indices, sparse_d.values, D.shape[1], cutoff)
 
 
-def test_draws_have_the_model_covariance():
+def test_draws_have_the_model_mean_and_covariance():
     D = _points(12, seed=5)
     problem = _problem(D, cutoff=0.5)
     radius, amplitude, shape, ls, scale, noise = 0.45, 1.0, 1.0, 0.8, 1.5, 0.1
-    draws = draw(
-        problem,
-        radius,
-        amplitude,
-        shape,
-        ls,
-        scale,
-        noise,
-        np.random.default_rng(6),
-        size=(40_000,),
-    )
+    mean = np.linspace(-3.0, 3.0, 12)
+    parameters = (radius, np.array(amplitude), shape, ls, scale, noise)  # 0-d arrays too
+    draws = draw(problem, *parameters, rng=np.random.default_rng(6), size=(40_000,), mean=mean)
     phi = np.where(
         D < radius, np.exp(shape * (1 - 1 / (1 - np.minimum(D / radius, 0.999) ** 2))), 0
     )
     E = ((phi[:, None] - phi[None]) ** 2).sum(-1)
     cov = scale * np.exp(-E / (2 * ls**2)) + noise * np.eye(12)
     assert draws.shape == (40_000, 12)
+    np.testing.assert_allclose(draws.mean(0), mean, atol=0.05)
     np.testing.assert_allclose(np.cov(draws.T), cov, atol=0.05)
 
 

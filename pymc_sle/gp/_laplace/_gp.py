@@ -318,7 +318,5 @@ def _dense_random(mean, cov, *extra, likelihood, rng=None, size=None):
 def _sparse_random(mean, *parameters, problem, likelihood, rng=None, size=None):
     rng = np.random.default_rng(rng)
     count = len(SPARSE_PARAMETERS)
-    values = [float(np.asarray(p)) for p in parameters]
-    size = () if size is None else size
-    f = np.asarray(mean) + draw(problem, *values[:count], rng=rng, size=size)
-    return likelihood.sample(f, rng, *values[count:])
+    f = draw(problem, *parameters[:count], rng=rng, size=size, mean=mean)
+    return likelihood.sample(f, rng, *(float(np.asarray(p)) for p in parameters[count:]))

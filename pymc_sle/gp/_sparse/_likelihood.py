@@ -403,10 +403,12 @@ def parameter_gradients(
     return g_radius, g_amplitude, g_shape, g_ls, g_scale, g_noise
 
 
-def draw(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, noise, rng, size=()):
-    """Draws of ``N(0, C)`` of shape ``(*size, n)``: ``L_B w + U zeta`` with ``w``, ``zeta``
-    standard normal, whose covariance is ``B + U U^T = C``."""
-    factor, low_rank, *_ = factorise(problem, radius, amplitude, shape, ls, scale, noise)
+def draw(problem: SparseSLEProblem, *parameters, rng, size=(), mean=0.0):
+    """Draws of ``N(mean, C)`` of shape ``(*size, n)``: ``mean + L_B w + U zeta`` with ``w``,
+    ``zeta`` standard normal, whose covariance is ``B + U U^T = C``. ``parameters`` are
+    :data:`PARAMETERS` (scalars or 0-d arrays); ``mean`` broadcasts against ``(n,)``."""
+    values = (float(np.asarray(p)) for p in parameters)
+    factor, low_rank, *_ = factorise(problem, *values)
     if factor is None:
         raise ValueError(
             "the SLE covariance at these parameters is not numerically positive definite; "
@@ -422,4 +424,4 @@ def draw(problem: SparseSLEProblem, radius, amplitude, shape, ls, scale, noise, 
     correlated = np.empty_like(correlated_f)
     correlated[symbolic.perm] = correlated_f
     correlated += low_rank @ rng.standard_normal((low_rank.shape[1], count))
-    return correlated.T.reshape((*size, problem.n))
+    return np.asarray(mean) + correlated.T.reshape((*size, problem.n))
