@@ -69,19 +69,26 @@ def summary(result: dict) -> str:
             "## Against the exact posterior (NUTS on the latent values)",
             "",
             "| case | n | held out | draws | mean abs. difference of predictive means "
-            "| worst quantile difference (exact sds) | Laplace (s) | Latent (s) "
-            "| divergences, Laplace / Latent |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| worst quantile difference (exact sds) | its Monte Carlo error (sds) "
+            "| Laplace (s) | Latent (s) | divergences, Laplace / Latent |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in result["verify"]:
             worst = max(r["quantile_difference_sd"].items(), key=lambda kv: kv[1])
+            error = r.get("quantile_mcse_sd", {}).get(worst[0])
             lines.append(
                 f"| {r['case']} | {r['n_train']} | {r['n_test']} | 4 x ({r['draws']} + "
                 f"{r['draws']}) | {r['probability_difference']:.3f} | {worst[1]:.2f} ({worst[0]}) "
-                f"| {r['laplace_s']:.0f} | {r['latent_s']:.0f} | {r['laplace_divergences']} / "
-                f"{r['latent_divergences']} |"
+                f"| {'--' if error is None else f'{error:.2f}'} | {r['laplace_s']:.0f} "
+                f"| {r['latent_s']:.0f} | {r['laplace_divergences']} / {r['latent_divergences']} |"
             )
-        lines.append("")
+        lines += [
+            "",
+            "The quantiles compared are the 5 %, 50 % and 95 % of each hyperparameter; the Monte "
+            "Carlo error is the two runs' quantile standard errors (`az.mcse`) combined, at the "
+            "quantile where the difference is largest.",
+            "",
+        ]
     lines += ["## Targets", "", *targets(result), ""]
     return "\n".join(lines)
 
