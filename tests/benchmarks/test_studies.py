@@ -256,3 +256,14 @@ def test_basin_jumps_quick(run_study):
         assert len(fit["share"]) == len(case["reference"]) == len(case["basin_radius"])
     assert sum(case["reference"]) == pytest.approx(1.0)
     assert set(case["reference_edge_mass"]) == {"radius", "ls", "eta", "sigma"}
+
+
+def test_scale_ablation_quick(run_study):
+    stats = json.loads((run_study("scale_ablation") / "scale_ablation.json").read_text())
+    [case] = stats["cases"]
+    assert (case["case"], case["scale"]) == ("one_d:0", "ls_ridge")
+    defaults, without = case["fits"]
+    assert (defaults["variant"], without["variant"]) == ("defaults", "without ls ridge")
+    assert "ls: ridge" in defaults["scales"] and "ls: centred log" in without["scales"]
+    for fit in case["fits"]:
+        assert fit["r_hat_max"] > 0.9 and fit["ess_bulk_min"] > 0 and fit["wall_s"] > 0
