@@ -20,11 +20,13 @@ Four sections, each run on its own (``--section``; the others' results are kept)
   Poisson labels and for Bernoulli labels with well-separated classes (where Laplace is known
   to be weak): the mean absolute difference of the held-out predictive probabilities (rates),
   and of the hyperparameters' 5/50/95 % quantiles in the exact posterior's sds, with that
-  difference's Monte Carlo error. ``--case`` runs some cases and keeps the others' results.
+  difference's Monte Carlo error.
+
+``--n`` (sizes) and ``--case`` (verify) run some rows of a section and keep the others.
 
 Writes ``benchmarks/results/laplace.{json,md}``.
 
-    python -m benchmarks.laplace [--quick] [--section sizes|map|nuts|verify] [--case CASE]
+    python -m benchmarks.laplace [--quick] [--section sizes|map|nuts|verify] [--n N] [--case CASE]
 """
 
 from __future__ import annotations
@@ -397,6 +399,7 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes on an icosphere")
     parser.add_argument("--section", choices=(*SECTIONS, REPORT), action="append")
     parser.add_argument("--case", choices=CASES, action="append", help="verification cases")
+    parser.add_argument("--n", type=int, action="append", help="the sizes section's sizes")
     parser.add_argument("--note", help="the conditions of the run, printed under the title")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -417,7 +420,7 @@ def main(argv=None) -> None:
         verify = [("icosphere-3", "poisson", 40, 20, 10)]  # the offset's path, and the rates
     else:
         sizes = [(mesh, n) for n in (1_000, 2_000, 5_000, 10_000, 20_000, 34_834)]
-        sizes.append(("icosphere-7", 100_000))
+        sizes = [s for s in [*sizes, ("icosphere-7", 100_000)] if not args.n or s[1] in args.n]
         reps = 5
         fits = [(mesh, 1_000, 4_834), (mesh, 30_000, 4_834)]
         nuts = (mesh, 2_000, 1_000, 500, 4)
@@ -439,11 +442,16 @@ def main(argv=None) -> None:
             save()
             continue
         function, cases = plan[section]
-        others = [r for r in result.get("verify") or [] if args.case and r["case"] not in args.case]
-        result[section] = others if section == "verify" else []  # --case keeps the other cases
+        key, chosen = {"sizes": ("n", args.n), "verify": ("case", args.case)}.get(
+            section, ("", None)
+        )
+        # --n and --case keep the rows they do not run
+        result[section] = [r for r in result.get(section) or [] if chosen and r[key] not in chosen]
         for case in cases:
             result[section].append(run(function, *case))
             print(result[section][-1], flush=True)
+            if section == "sizes":
+                result[section].sort(key=lambda r: r["n"])
             save()
     save()
     print(summary(result))
