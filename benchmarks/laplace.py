@@ -434,8 +434,8 @@ def main(argv=None) -> None:
     plan = {
         "sizes": ("measure_size", [(*size, reps) for size in sizes]),
         "map": ("measure_map", fits),
+        "verify": ("measure_verify", verify),
     }
-    plan["verify"] = ("measure_verify", verify)
     for section in (s for s in SECTIONS if s in sections):
         if section == "nuts":
             result["nuts"] = run("measure_nuts", *nuts)
