@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._laplace_report import summary
+from benchmarks._laplace_verify import CASES, measure_verify  # noqa: F401 (run by name)
 from benchmarks._paths import RESULTS
 from benchmarks._timing import in_child, paired_ms, peak_mib
 
@@ -286,104 +287,6 @@ def measure_nuts(mesh_name: str, n_train: int, n_test: int, draws: int, chains: 
         "latent_gradient_ms": latent_ms,
         **_scores(prediction.mean, labels[test]),
     }
-
-
-QUANTILES = (0.05, 0.5, 0.95)  # the hyperparameters' quantiles compared
-
-#: The verification cases: (likelihood, sharpness of the latent field).
-CASES = {
-    "bernoulli": ("bernoulli", 3.0),
-    "poisson": ("poisson", 1.0),
-    "bernoulli, separable": ("bernoulli", 12.0),
-}
-
-
-def _verification_model(kind: str, D, y, n_train: int, laplace: bool):
-    """The same priors and covariance, with the latent values integrated out by Laplace
-    (``laplace``) or sampled by NUTS (``pm.gp.Latent``)."""
-    import pymc as pm
-
-    import pymc_sle as sle
-
-    with pm.Model() as model:
-        radius = pm.Uniform("radius", D.cutoff / 4, D.cutoff)
-        ls = pm.LogNormal("ls", np.log(2.0), 1.0)
-        eta = pm.HalfNormal("eta", 2.0)
-        offset = pm.Normal("offset", 0.0, 2.0) if kind == "poisson" else 0.0
-        mean = pm.gp.mean.Constant(offset)
-        cov = eta**2 * sle.SLE(D.to_dense(fill=D.cutoff), radius=radius, ls=ls)
-        X = np.arange(n_train)[:, None]
-        if laplace:
-            gp = sle.gp.Laplace(mean_func=mean, cov_func=cov)
-            likelihood = sle.gp.Poisson() if kind == "poisson" else sle.gp.Bernoulli()
-            gp.marginal_likelihood("y", X=X, y=y, likelihood=likelihood)
-        else:
-            gp = pm.gp.Latent(mean_func=mean, cov_func=cov)
-            f = gp.prior("f", X=X)
-            if kind == "poisson":
-                pm.Poisson("y", mu=pm.math.exp(f), observed=y)
-            else:
-                pm.Bernoulli("y", logit_p=f, observed=y)
-    return model, gp
-
-
-def measure_verify(mesh_name: str, case: str, n_train: int, n_test: int, draws: int) -> dict:
-    """In this process: one verification case, Laplace + NUTS against Latent + NUTS."""
-    import arviz as az
-    import pymc as pm
-
-    kind, sharpness = CASES[case]
-    D, _, train, test, latent, labels = _data(mesh_name, n_train, n_test, sharpness=sharpness)
-    if kind == "poisson":
-        rng = np.random.default_rng(3)
-        labels = rng.poisson(np.exp(1.0 + latent)).astype(float)
-    names = ["radius", "ls", "eta"] + (["offset"] if kind == "poisson" else [])
-    Xnew = train.size + np.arange(test.size)[:, None]
-    out = {"case": case, "n_train": int(train.size), "n_test": int(test.size), "draws": draws}
-    fits = {}
-    for method in ("laplace", "latent"):
-        model, gp = _verification_model(kind, D, labels[train], train.size, method == "laplace")
-        began = time.perf_counter()
-        with model:
-            idata = pm.sample(
-                draws=draws,
-                tune=draws,
-                chains=4,
-                cores=2,
-                random_seed=1,
-                progressbar=False,
-                target_accept=0.9,
-            )
-            elapsed = time.perf_counter() - began
-            if method == "laplace":
-                mean = gp.predictive(Xnew, idata, n_draws=200).mean
-            else:
-                gp.conditional("f_new", Xnew=Xnew)
-                draws_f = pm.sample_posterior_predictive(
-                    idata, var_names=["f_new"], random_seed=2, progressbar=False
-                )
-                f_new = draws_f.posterior_predictive["f_new"].values.reshape(-1, test.size)
-                mean = (np.exp(f_new) if kind == "poisson" else 1 / (1 + np.exp(-f_new))).mean(0)
-        posterior = idata.posterior
-        errors = {k: np.array([float(az.mcse(idata, var_names=[k], method="quantile", prob=q)[k])
-                               for q in QUANTILES]) for k in names}  # fmt: skip
-        fits[method] = (mean, {k: posterior[k].values.ravel() for k in names}, errors)
-        out[f"{method}_s"] = elapsed
-        out[f"{method}_divergences"] = int(idata.sample_stats["diverging"].sum())
-        out[f"{method}_steps_per_draw"] = float(idata.sample_stats["n_steps"].mean())
-    (p_laplace, h_laplace, e_laplace), (p_exact, h_exact, e_exact) = fits["laplace"], fits["latent"]
-    out["probability_difference"] = float(np.mean(np.abs(p_laplace - p_exact)))
-    sd = {k: h_exact[k].std() for k in names}
-    difference = {
-        k: np.abs(np.quantile(h_laplace[k], QUANTILES) - np.quantile(h_exact[k], QUANTILES))
-        for k in names
-    }
-    out["quantile_difference_sd"] = {k: float(difference[k].max() / sd[k]) for k in names}
-    # the Monte Carlo standard error of that difference, at the quantile where it is largest
-    out["quantile_mcse_sd"] = {
-        k: float(np.hypot(e_laplace[k], e_exact[k])[difference[k].argmax()] / sd[k]) for k in names
-    }
-    return out
 
 
 def _child(function: str, *args) -> dict:
