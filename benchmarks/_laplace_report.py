@@ -68,19 +68,23 @@ def summary(result: dict) -> str:
         lines += [
             "## Against the exact posterior (NUTS on the latent values)",
             "",
-            "| case | n | held out | draws | mean abs. difference of predictive means "
+            "| case | n | held out | draws, sampler | mean abs. difference of predictive means "
             "| worst quantile difference (exact sds) | its Monte Carlo error (sds) "
-            "| Laplace (s) | Latent (s) | divergences, Laplace / Latent |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| Laplace (s) | Latent (s) | divergences, Laplace / Latent "
+            "| max r̂, Laplace / Latent | min bulk, tail ESS, Laplace / Latent |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in result["verify"]:
             worst = max(r["quantile_difference_sd"].items(), key=lambda kv: kv[1])
             error = r.get("quantile_mcse_sd", {}).get(worst[0])
             lines.append(
                 f"| {r['case']} | {r['n_train']} | {r['n_test']} | 4 x ({r['draws']} + "
-                f"{r['draws']}) | {r['probability_difference']:.3f} | {worst[1]:.2f} ({worst[0]}) "
+                f"{r['draws']}), {r.get('sampler', 'pymc')} | {r['probability_difference']:.3f} "
+                f"| {worst[1]:.2f} ({worst[0]}) "
                 f"| {'--' if error is None else f'{error:.2f}'} | {r['laplace_s']:.0f} "
-                f"| {r['latent_s']:.0f} | {r['laplace_divergences']} / {r['latent_divergences']} |"
+                f"| {r['latent_s']:.0f} | {r['laplace_divergences']} / {r['latent_divergences']} "
+                f"| {_mixing(r, 'r_hat_max')} | {_mixing(r, 'ess_bulk_min')}, "
+                f"{_mixing(r, 'ess_tail_min')} |"
             )
         lines += [
             "",
@@ -91,6 +95,13 @@ def summary(result: dict) -> str:
         ]
     lines += ["## Targets", "", *targets(result), ""]
     return "\n".join(lines)
+
+
+def _mixing(row: dict, key: str) -> str:
+    """``Laplace / Latent`` for one mixing diagnostic of a verify row (``--`` if not recorded)."""
+    fmt = "{:.3f}" if key == "r_hat_max" else "{:.0f}"
+    cells = (row.get(f"{method}_{key}") for method in ("laplace", "latent"))
+    return " / ".join("--" if cell is None else fmt.format(cell) for cell in cells)
 
 
 def _size(result: dict, n: int):

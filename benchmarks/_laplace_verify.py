@@ -46,8 +46,11 @@ def _verification_model(kind: str, D, y, n_train: int, laplace: bool):
     return model, gp
 
 
-def measure_verify(mesh_name: str, case: str, n_train: int, n_test: int, draws: int) -> dict:
-    """In this process: one verification case, Laplace + NUTS against Latent + NUTS."""
+def measure_verify(
+    mesh_name: str, case: str, n_train: int, n_test: int, draws: int, sampler: str
+) -> dict:
+    """In this process: one verification case, Laplace + NUTS against Latent + NUTS, both
+    sampled by ``sampler`` (``pm.sample``'s ``nuts_sampler``), 4 x (``draws`` + ``draws``)."""
     import arviz as az
     import pymc as pm
 
@@ -60,7 +63,8 @@ def measure_verify(mesh_name: str, case: str, n_train: int, n_test: int, draws: 
         labels = rng.poisson(np.exp(1.0 + latent)).astype(float)
     names = ["radius", "ls", "eta"] + (["offset"] if kind == "poisson" else [])
     Xnew = train.size + np.arange(test.size)[:, None]
-    out = {"case": case, "n_train": int(train.size), "n_test": int(test.size), "draws": draws}
+    out = {"case": case, "n_train": int(train.size), "n_test": int(test.size), "draws": draws,
+           "sampler": sampler}  # fmt: skip
     fits = {}
     for method in ("laplace", "latent"):
         model, gp = _verification_model(kind, D, labels[train], train.size, method == "laplace")
@@ -74,6 +78,7 @@ def measure_verify(mesh_name: str, case: str, n_train: int, n_test: int, draws: 
                 random_seed=1,
                 progressbar=False,
                 target_accept=0.9,
+                nuts_sampler=sampler,
             )
             elapsed = time.perf_counter() - began
             if method == "laplace":
@@ -92,6 +97,10 @@ def measure_verify(mesh_name: str, case: str, n_train: int, n_test: int, draws: 
         out[f"{method}_s"] = elapsed
         out[f"{method}_divergences"] = int(idata.sample_stats["diverging"].sum())
         out[f"{method}_steps_per_draw"] = float(idata.sample_stats["n_steps"].mean())
+        table = az.summary(idata, var_names=names, kind="diagnostics")
+        out[f"{method}_r_hat_max"] = float(table["r_hat"].max())
+        out[f"{method}_ess_bulk_min"] = float(table["ess_bulk"].min())
+        out[f"{method}_ess_tail_min"] = float(table["ess_tail"].min())
     (p_laplace, h_laplace, e_laplace), (p_exact, h_exact, e_exact) = fits["laplace"], fits["latent"]
     out["probability_difference"] = float(np.mean(np.abs(p_laplace - p_exact)))
     sd = {k: h_exact[k].std() for k in names}

@@ -23,11 +23,13 @@ ESS, divergences, leapfrog steps per draw and wall time (sampling, compilation i
 Writes benchmarks/results/studies/scale_ablation.{json,md,png}.
 
 Run:  python -m benchmarks.studies.scale_ablation [--quick] [--cases one_d:0:ls_ridge ...]
+(``--cases`` runs those cases and keeps the earlier run's other rows.)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 
@@ -130,15 +132,15 @@ def table(rows: list[dict]) -> list[str]:
 
 def figure(rows: list[dict], path) -> None:
     plt = common.pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, axes = plt.subplots(2, 1, figsize=(max(8, 0.8 * len(rows)), 7), sharex=True)
     labels = [f"{r['scale'].replace('_', ' ')}\n{r['case']}" for r in rows]
     x = np.arange(len(rows))
     for ax, key, title in ((axes[0], "r_hat_max", "largest r-hat"),
                            (axes[1], "ess_bulk_min", "smallest bulk ESS")):  # fmt: skip
         for shift, k, label in ((-0.18, 0, "defaults"), (0.18, 1, "without the scale")):
             ax.bar(x + shift, [r["fits"][k][key] for r in rows], 0.34, label=label)
-        ax.set_xticks(x, labels, fontsize=7)
         ax.set_title(title)
+    axes[1].set_xticks(x, labels, fontsize=7, rotation=35, ha="right")
     axes[0].axhline(1.01, color="k", lw=0.8, ls="--")
     axes[0].legend(fontsize=8)
     common.save_figure(fig, path)
@@ -152,7 +154,8 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     cases = ["one_d:0:ls_ridge"] if args.quick else args.cases
     draws, chains = (40, 2) if args.quick else (1000, 4)
-    rows, built, fitted = [], {}, {}
+    built, fitted = {}, {}
+    rows = [] if args.quick else _kept(args.out / "scale_ablation.json", cases)
     for case in cases:
         name, split, scale = case.split(":")
         bench = built.setdefault(name, BENCHMARKS[name](args.quick, args))
@@ -164,6 +167,22 @@ def main(argv=None) -> None:
         rows.append({"case": f"{name}:{split}", "scale": scale, "fits": [defaults, without]})
         print(case, [(f["variant"], round(f["r_hat_max"], 3), round(f["ess_bulk_min"]),
                       f["divergences"]) for f in (defaults, without)], flush=True)  # fmt: skip
+        if not args.quick:  # after every case, so a run stopped early keeps what it measured
+            _write(rows, draws, chains, args)
+    _write(rows, draws, chains, args)
+
+
+def _kept(path: Path, cases: list[str]) -> list[dict]:
+    """The earlier full run's rows for the cases not run now (``--cases`` reruns some, adds
+    others, and keeps the rest)."""
+    if not path.exists():
+        return []
+    earlier = json.loads(path.read_text())
+    return [r for r in earlier["cases"] if f"{r['case']}:{r['scale']}" not in cases]
+
+
+def _write(rows: list[dict], draws: int, chains: int, args) -> None:
+    rows.sort(key=lambda r: (list(CASES).index(r["scale"]), r["case"]))
     settings = {"draws": draws, "chains": chains, "quick": args.quick}
     common.write_json(args.out / "scale_ablation.json", {"settings": settings, "cases": rows})
     intro = (
