@@ -5,7 +5,7 @@
   training points), the grid posterior given every observation (``grid_posterior`` on the
   distances filled in as a dense matrix) against the one ``sle_priors`` searches on sparse
   distances: the posterior given the observations of ``search_points`` random training points,
-  every landmark kept (``pymc_sle.inference._subsample``), for 250 and 100 points. Same axes;
+  every landmark kept (``TrainingData.subsample``), for 250 and 100 points. Same axes;
   reported: total variation between the radius marginals, the radius modes, and the shift of
   each log parameter's posterior mean and its posterior sd, in grid cells, and the time.
 - ``scale``: ``sle_priors`` then ``sle.find_map`` on N = 20,000 bunny vertices, timed.
@@ -61,7 +61,6 @@ def _cell(grid, name: str) -> float:
 def compare(mesh_name: str, n: int, sizes, per_bump: float, seed: int, cells: int) -> dict:
     from pymc_sle.inference import grid_posterior
     from pymc_sle.inference._bounds import training_data
-    from pymc_sle.inference._search import subsample
 
     distances, y = _data(mesh_name, n, per_bump, seed)
     began = time.perf_counter()
@@ -78,7 +77,7 @@ def compare(mesh_name: str, n: int, sizes, per_bump: float, seed: int, cells: in
     for size in sizes:
         began = time.perf_counter()
         data = training_data(distances, np.arange(n), y, sparse=True)
-        sub = subsample(data, size, seed)
+        sub = data.subsample(size, seed)
         grid = grid_posterior(sub.block, np.arange(size), sub.y, **axes,
                               radius_max=distances.cutoff)  # fmt: skip
         moments = _moments(grid)

@@ -1,9 +1,11 @@
 """Data-adaptive bounds of the SLE GP's hyperparameters, LogNormal priors between bounds, and
-the training data they are read from, validated once (:class:`TrainingData`)."""
+the training data they are read from, validated once (:class:`TrainingData`, which also gives
+the dense block the grid search reads: :meth:`TrainingData.searched`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy import special
@@ -15,6 +17,7 @@ from pymc_sle.kernels._embedding import embedding_distances
 
 __all__ = [
     "SLEBounds",
+    "Subsample",
     "TrainingData",
     "bounds_of_block",
     "lognormal_between",
@@ -23,6 +26,28 @@ __all__ = [
     "target_scale",
     "training_data",
 ]
+
+
+class Subsample(NamedTuple):
+    """The dense problem the grid search runs on at scale (:meth:`TrainingData.subsample`).
+
+    Attributes
+    ----------
+    block : ndarray of shape (len(positions), len(columns))
+        The chosen points' distances to the landmarks any of them reaches below the cutoff; the
+        pairs not stored hold the cutoff (where every bump with a radius up to it is 0).
+    y : ndarray
+        The chosen points' observations.
+    positions : ndarray of int
+        The chosen points, as sorted positions into the training rows.
+    columns : ndarray of int
+        The landmark columns of ``block``, into the sparse matrix's columns.
+    """
+
+    block: np.ndarray
+    y: np.ndarray
+    positions: np.ndarray
+    columns: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,6 +79,37 @@ class TrainingData:
     def block(self) -> np.ndarray:
         """The training points' distances to the landmarks, ``(n, m)`` (dense distances only)."""
         return self.distances.values[np.ix_(self.rows, self.landmarks)]
+
+    def searched(self, search_points: int) -> tuple[np.ndarray, np.ndarray, SLEBounds]:
+        """What the grid search reads: a dense training block, its observations and their
+        bounds (:func:`bounds_of_block`) -- every training point on dense distances, a
+        :meth:`subsample` of ``search_points`` on a :class:`SparseDistanceMatrix`."""
+        if isinstance(self.distances, SparseDistanceMatrix):
+            block, y, *_ = self.subsample(search_points)
+        else:
+            block, y = self.block, self.y
+        return block, y, bounds_of_block(block, target_scale(y))
+
+    def subsample(self, size: int, seed: int = 0) -> Subsample:
+        """The :class:`Subsample` of ``size`` random training points (all of them when
+        ``size >= n``; sparse distances only). Every landmark is kept, so the kernel between
+        the chosen points is exactly the full model's.
+
+        Raises
+        ------
+        ValueError
+            If ``size`` is not an integer of at least 10.
+        """
+        if not isinstance(size, int | np.integer) or isinstance(size, bool) or size < 10:
+            raise ValueError(f"`search_points` must be an integer >= 10, but got {size!r}")
+        distances, rows = self.distances, self.rows
+        positions = np.arange(rows.size)
+        if size < rows.size:
+            positions = np.sort(np.random.default_rng(seed).choice(rows.size, size, replace=False))
+        block = distances.take(rows[positions], self.landmarks)
+        reached = np.unique(block.indices)
+        dense = block.take(None, reached).to_dense(fill=distances.cutoff)
+        return Subsample(dense, self.y[positions], positions, self.landmarks[reached])
 
 
 def training_data(distances, rows, y, landmarks=None, *, sparse: bool = False) -> TrainingData:

@@ -245,7 +245,7 @@ def sle_priors(
     search_points : int, default 500
         On sparse distances (:class:`~pymc_sle.SparseDistanceMatrix`), the grid searches the
         posterior given the observations of this many random training points, the kernel
-        unchanged (``pymc_sle.inference._subsample``): the grid's cost stays that of
+        unchanged: the grid's cost stays that of
         ``search_points`` points at any ``n``, and its posterior is wider than the full one.
         The radius prior is then truncated at the distances' cutoff, and every scale NUTS
         samples the radius on stays below it (``radius_cap``); a warning says when the grid's

@@ -18,13 +18,12 @@ What the result becomes in the model is decided by ``pymc_sle.inference._scales`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
 from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
 from pymc_sle.inference._basins import Basin, find_basins
-from pymc_sle.inference._bounds import SLEBounds, TrainingData, bounds_of_block, target_scale
+from pymc_sle.inference._bounds import SLEBounds, TrainingData
 from pymc_sle.inference._grid import GridAxes, GridPosterior, grid_on_block
 
 __all__ = [
@@ -32,9 +31,7 @@ __all__ = [
     "SearchPolicy",
     "SearchProblem",
     "SearchResult",
-    "Subsample",
     "search",
-    "subsample",
 ]
 
 
@@ -162,13 +159,9 @@ class SearchProblem:
         a :class:`~pymc_sle.SparseDistanceMatrix`, ``search_points`` of them at random."""
         kernel = {"inner": inner, "inner_kwargs": inner_kwargs, "distances": data.distances,
                   "landmarks": data.landmarks}  # fmt: skip
-        if not isinstance(data.distances, SparseDistanceMatrix):
-            block = data.block
-            bounds = bounds_of_block(block, data.y_scale)
-            return cls(block, data.y, bounds, inner, inner_kwargs, mass, kernel, data.y_scale)
-        block, y, *_ = subsample(data, search_points)
-        bounds = bounds_of_block(block, target_scale(y))
-        cutoff = data.distances.cutoff
+        block, y, bounds = data.searched(search_points)
+        sparse = isinstance(data.distances, SparseDistanceMatrix)
+        cutoff = data.distances.cutoff if sparse else None
         return cls(block, y, bounds, inner, inner_kwargs, mass, kernel, data.y_scale, cutoff)
 
     def grid(self, **axes) -> GridPosterior:
@@ -265,49 +258,6 @@ def search(
     return SearchResult(
         coarse, grid, reported, deep, start, on_quantiles, noise_at_zero, zoomed, home
     )
-
-
-class Subsample(NamedTuple):
-    """The dense problem the search runs on at scale (:func:`subsample`).
-
-    Attributes
-    ----------
-    block : ndarray of shape (len(positions), len(columns))
-        The chosen points' distances to the landmarks any of them reaches below the cutoff; the
-        pairs not stored hold the cutoff (where every bump with a radius up to it is 0).
-    y : ndarray
-        The chosen points' observations.
-    positions : ndarray of int
-        The chosen points, as sorted positions into the training rows.
-    columns : ndarray of int
-        The landmark columns of ``block``, into the sparse matrix's columns.
-    """
-
-    block: np.ndarray
-    y: np.ndarray
-    positions: np.ndarray
-    columns: np.ndarray
-
-
-def subsample(data: TrainingData, size: int, seed: int = 0) -> Subsample:
-    """The :class:`Subsample` of ``size`` random training points of sparse training data (all
-    of them when ``size >= n``).
-
-    Raises
-    ------
-    ValueError
-        If ``size`` is not an integer of at least 10.
-    """
-    if not isinstance(size, int | np.integer) or isinstance(size, bool) or size < 10:
-        raise ValueError(f"`search_points` must be an integer >= 10, but got {size!r}")
-    distances, rows = data.distances, data.rows
-    positions = np.arange(rows.size)
-    if size < rows.size:
-        positions = np.sort(np.random.default_rng(seed).choice(rows.size, size, replace=False))
-    block = distances.take(rows[positions], data.landmarks)
-    reached = np.unique(block.indices)
-    dense = block.take(None, reached).to_dense(fill=distances.cutoff)
-    return Subsample(dense, data.y[positions], positions, data.landmarks[reached])
 
 
 def _on_quantiles(grid: GridPosterior, policy: SearchPolicy) -> bool:

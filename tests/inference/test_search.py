@@ -25,7 +25,6 @@ from pymc_sle.inference._search import (
     _covering_pass,
     _holding_mode,
     _noise_reaches_zero,
-    subsample,
 )
 from pymc_sle.inference._transforms import CenteredLog, below_cutoff
 from tests.support import (
@@ -51,7 +50,7 @@ def _sphere_problem(n=160, per_bump=40.0, frequency=3.0, seed=0):
 @pytest.mark.parametrize(("size", "seed"), [(20, 0), (57, 1), (159, 2), (160, 0), (500, 0)])
 def test_subproblem_gives_the_model_kernel_exactly(size, seed):
     D, y = _sphere_problem()
-    sub = subsample(training_data(D, np.arange(D.n_points), y, sparse=True), size, seed=seed)
+    sub = training_data(D, np.arange(D.n_points), y, sparse=True).subsample(size, seed=seed)
     chosen = min(size, 160)
     assert sub.positions.size == chosen and np.unique(sub.positions).size == chosen
     assert np.all(np.diff(sub.positions) > 0)
@@ -71,7 +70,7 @@ def test_subproblem_gives_the_model_kernel_exactly(size, seed):
 def test_subproblem_rows_and_landmarks_are_positions_into_the_matrix():
     D, y = _sphere_problem()
     rows, landmarks = np.arange(40, 160), np.arange(0, 160, 2)
-    sub = subsample(training_data(D, rows, y[40:], landmarks, sparse=True), 30, seed=3)
+    sub = training_data(D, rows, y[40:], landmarks, sparse=True).subsample(30, seed=3)
     expected = D.to_dense(fill=D.cutoff)[np.ix_(rows[sub.positions], sub.columns)]
     np.testing.assert_array_equal(sub.block, expected)
     assert set(sub.columns) <= set(landmarks)
@@ -89,7 +88,7 @@ def test_subsample_validates_its_size(kwargs, match):
     D, y = _sphere_problem()
     data = training_data(D, np.arange(160), y, sparse=True)
     with pytest.raises(ValueError, match=match):
-        subsample(data, kwargs["size"])
+        data.subsample(kwargs["size"])
 
 
 def test_sparse_training_data_validates_y():
