@@ -7,7 +7,11 @@ import time
 
 import numpy as np
 
+from benchmarks._laplace_data import labelled_mesh
+
 QUANTILES = (0.05, 0.5, 0.95)  # the hyperparameters' quantiles compared
+#: ``pm.sample``'s settings for both methods, besides the draws and the sampler.
+SAMPLING = {"chains": 4, "cores": 2, "random_seed": 1, "progressbar": False, "target_accept": 0.9}
 
 #: The verification cases: (likelihood, sharpness of the latent field).
 CASES = {
@@ -54,10 +58,10 @@ def measure_verify(
     import arviz as az
     import pymc as pm
 
-    from benchmarks.laplace import _data  # the section's data, shared with the other sections
-
     kind, sharpness = CASES[case]
-    D, _, train, test, latent, labels = _data(mesh_name, n_train, n_test, sharpness=sharpness)
+    D, _, train, test, latent, labels = labelled_mesh(
+        mesh_name, n_train, n_test, sharpness=sharpness
+    )
     if kind == "poisson":
         rng = np.random.default_rng(3)
         labels = rng.poisson(np.exp(1.0 + latent)).astype(float)
@@ -70,16 +74,7 @@ def measure_verify(
         model, gp = _verification_model(kind, D, labels[train], train.size, method == "laplace")
         began = time.perf_counter()
         with model:
-            idata = pm.sample(
-                draws=draws,
-                tune=draws,
-                chains=4,
-                cores=2,
-                random_seed=1,
-                progressbar=False,
-                target_accept=0.9,
-                nuts_sampler=sampler,
-            )
+            idata = pm.sample(draws=draws, tune=draws, nuts_sampler=sampler, **SAMPLING)
             elapsed = time.perf_counter() - began
             if method == "laplace":
                 mean = gp.predictive(Xnew, idata, n_draws=200).mean

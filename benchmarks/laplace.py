@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._laplace_data import labelled_mesh
 from benchmarks._laplace_report import summary
 from benchmarks._laplace_verify import CASES, measure_verify  # noqa: F401 (run by name)
 from benchmarks._paths import RESULTS
@@ -59,26 +60,6 @@ TARGETS = {
     "probability": 0.03,
     "quantile_sd": 0.2,
 }
-
-
-def _data(mesh_name: str, n: int, n_test: int = 0, seed: int = 0, sharpness: float = 3.0):
-    """Training and held-out vertices, their sparse geodesic distances (rows: training then
-    held-out; columns: training), the latent field ``sharpness * sin`` and Bernoulli labels."""
-    from benchmarks.scaling import mesh_named
-    from pymc_sle.datasets import geodesic_sine_field
-    from pymc_sle.distances import geodesic
-
-    mesh = mesh_named(mesh_name)
-    rng = np.random.default_rng(seed)
-    latent = sharpness * geodesic_sine_field(mesh).f
-    labels = (rng.uniform(size=mesh.n_vertices) < 1 / (1 + np.exp(-latent))).astype(float)
-    order = rng.permutation(mesh.n_vertices)
-    test, rest = np.sort(order[:n_test]), order[n_test:]
-    train = np.sort(rest[: min(n, rest.size)])
-    began = time.perf_counter()
-    rows = np.concatenate([train, test])
-    D = geodesic(mesh.vertices, mesh.faces, rows=rows, cols=train, cutoff="auto", n_jobs=2)
-    return D, time.perf_counter() - began, train, test, latent, labels
 
 
 def _classifier(D, n_train: int, labels):
@@ -102,7 +83,7 @@ def measure_size(mesh_name: str, n: int, reps: int) -> dict:
     import pymc_sle as sle
     from benchmarks.performance import compile_value_and_grad
 
-    D, distances_s, train, _, latent, labels = _data(mesh_name, n)
+    D, distances_s, train, _, latent, labels = labelled_mesh(mesh_name, n)
     n = train.size
     model, _ = _classifier(D, n, labels[train])
     logp = model.logp()
@@ -201,7 +182,7 @@ def measure_map(mesh_name: str, n_train: int, n_test: int) -> dict:
     import pymc_sle as sle
 
     began = time.perf_counter()
-    D, distances_s, train, test, latent, labels = _data(mesh_name, n_train, n_test)
+    D, distances_s, train, test, latent, labels = labelled_mesh(mesh_name, n_train, n_test)
     model, gp = _classifier(D, train.size, labels[train])
     model_s = time.perf_counter() - began - distances_s
     tick = time.perf_counter()
@@ -243,7 +224,7 @@ def measure_nuts(mesh_name: str, n_train: int, n_test: int, draws: int, chains: 
     import pymc_sle as sle
     from benchmarks.performance import compile_value_and_grad, median_ms
 
-    D, _, train, test, _, labels = _data(mesh_name, n_train, n_test)
+    D, _, train, test, _, labels = labelled_mesh(mesh_name, n_train, n_test)
     model, gp = _classifier(D, train.size, labels[train])
     began = time.perf_counter()
     with model:
