@@ -79,7 +79,7 @@ def summary(result: dict) -> str:
             error = r.get("quantile_mcse_sd", {}).get(worst[0])
             lines.append(
                 f"| {r['case']} | {r['n_train']} | {r['n_test']} | 4 x ({r['draws']} + "
-                f"{r['draws']}), {r.get('sampler', 'pymc')} | {r['probability_difference']:.3f} "
+                f"{r['draws']}), {r['sampler']} | {r['probability_difference']:.3f} "
                 f"| {worst[1]:.2f} ({worst[0]}) "
                 f"| {'--' if error is None else f'{error:.2f}'} | {r['laplace_s']:.0f} "
                 f"| {r['latent_s']:.0f} | {r['laplace_divergences']} / {r['latent_divergences']} "
@@ -98,10 +98,9 @@ def summary(result: dict) -> str:
 
 
 def _mixing(row: dict, key: str) -> str:
-    """``Laplace / Latent`` for one mixing diagnostic of a verify row (``--`` if not recorded)."""
+    """``Laplace / Latent`` for one mixing diagnostic of a verify row."""
     fmt = "{:.3f}" if key == "r_hat_max" else "{:.0f}"
-    cells = (row.get(f"{method}_{key}") for method in ("laplace", "latent"))
-    return " / ".join("--" if cell is None else fmt.format(cell) for cell in cells)
+    return " / ".join(fmt.format(row[f"{method}_{key}"]) for method in ("laplace", "latent"))
 
 
 def _size(result: dict, n: int):
