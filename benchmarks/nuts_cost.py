@@ -94,8 +94,8 @@ def summary(runs: list[dict]) -> str:
         "",
         "| N | variant | draws | gradients / kept draw | vs nutpie | steps / tuning iteration "
         "| first 100 | steps / draw | wall (s) | wall vs nutpie | r̂ max (variable) "
-        "| bulk ESS min | tail ESS min | divergences |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| bulk ESS min | bulk ESS / s | tail ESS min | divergences |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     nutpie = {r["n"]: r for r in runs if r["variant"] == "nutpie"}
     for r in sorted(runs, key=lambda r: (r["n"], VARIANTS.index(r["variant"]))):
@@ -110,8 +110,18 @@ def summary(runs: list[dict]) -> str:
             f"| {ratio} | {r['tuning_steps_per_iteration']:.1f} "
             f"| {r['first_100_steps_per_iteration']:.1f} | {r['steps_per_draw']:.1f} "
             f"| {r['wall_s']:.0f} | {wall} | {r['r_hat_max']:.3f}{worst} "
-            f"| {r['ess_bulk_min']:.0f} | {tail} | {r['divergences']} |"
+            f"| {r['ess_bulk_min']:.0f} | {r['ess_bulk_min'] / r['wall_s']:.2f} | {tail} "
+            f"| {r['divergences']} |"
         )
+    lines += ["", "Targets:", ""]
+    for r in sorted(runs, key=lambda r: r["n"]):
+        if r["variant"] == "pymc" and r["n"] in nutpie:
+            ratio = r["gradients_per_kept_draw"] / nutpie[r["n"]]["gradients_per_kept_draw"]
+            met = "met" if ratio <= TARGET else "missed"
+            lines.append(
+                f"- N = {r['n']:,}: PyMC's gradients per kept draw within {TARGET}x nutpie's: "
+                f"{ratio:.2f}x -- **{met}**"
+            )
     return "\n".join(lines) + "\n"
 
 
