@@ -21,6 +21,12 @@ them in parallel (:doc:`/performance`).
 :func:`register_value_only` registers the rewrite that swaps a log-density Op whose node also
 outputs its gradient for its value-only variant when nothing uses the gradient.
 
+:func:`register_numba` registers an Op's NUMBA implementation, a pure numba function of the
+Op's ``__props__`` (and of an integer its funcify may return beside it, e.g. an input's
+``ndim``), with a cache key: PyTensor then caches the compiled graph on disk
+(``numba__cache``), so a model compiled once for nutpie is loaded, not compiled, the next time.
+One Op registered without a key (an object-mode one) leaves its whole graph uncached.
+
 :func:`register_jax` registers an Op's ``jax_funcify`` implementation beside the Op (its C and
 NUMBA implementations are the numba kernels its module compiles): when JAX is not installed it
 registers nothing, and the Op runs on the other backends only.
@@ -39,6 +45,7 @@ __all__ = [
     "object_mode_perform",
     "one_blas_thread_in_workers",
     "register_jax",
+    "register_numba",
     "register_value_only",
     "worker_blas_limit",
 ]
@@ -82,6 +89,29 @@ def register_jax(op_class: type):
         return funcify
 
     return decorate
+
+
+def register_numba(op_class: type):
+    """Decorate ``funcify(op, node=None, **kwargs)``, returning a numba function of the Op's
+    ``__props__`` or ``(function, integer)``, to register it with PyTensor's ``numba_funcify``
+    under a cache key of ``op_class``, its props and the integer (module notes); PyTensor
+    versions without numba caching register it without a key."""
+    from pytensor.link.numba.dispatch import basic
+
+    register = getattr(basic, "register_funcify_default_op_cache_key", None)
+    if register is not None:
+        return register(op_class)
+
+    def legacy(funcify):  # PyTensor before numba caching: no key, and no integer
+        @functools.wraps(funcify)
+        def function_only(*args, **kwargs):
+            result = funcify(*args, **kwargs)
+            return result[0] if isinstance(result, tuple) else result
+
+        basic.numba_funcify.register(op_class)(function_only)
+        return funcify
+
+    return legacy
 
 
 def object_mode_perform(op, node):

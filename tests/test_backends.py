@@ -80,3 +80,39 @@ def test_decorated_perform_still_computes():
     r = np.array([0.3, -0.2])
     expected = -0.5 * r @ np.linalg.solve(k, r) - 0.5 * np.log(np.linalg.det(k)) - np.log(2 * np.pi)
     np.testing.assert_allclose(f(k, r), expected, rtol=1e-12)
+
+
+def _numba_cache_key(outputs, inputs=()):
+    """PyTensor's numba cache key of the compiled graph of ``outputs`` (None: not cached)."""
+    basic = pytest.importorskip("pytensor.link.numba.dispatch.basic")
+    if not hasattr(basic, "numba_funcify_and_cache_key"):
+        pytest.skip("this PyTensor caches no numba function")
+    function = pytensor.function(list(inputs), outputs, mode="NUMBA")
+    return basic.numba_funcify_and_cache_key(function.maker.fgraph)[1]
+
+
+@pytest.mark.parametrize("inner", ["rbf", "matern32"])
+def test_a_dense_sle_marginal_compiles_to_a_cached_numba_function(graph_distances, inner):
+    """Every Op of the dense model's log density and gradient has a numba cache key, so the
+    compiled graph is cached on disk: nutpie loads it the next time instead of compiling."""
+    import pymc as pm
+
+    from pymc_sle import SLE
+    from pymc_sle import gp as sle_gp
+
+    X = np.arange(30)[:, None]
+    with pm.Model() as model:
+        ls = pm.LogNormal("ls", 0.0, 0.5)
+        radius = pm.LogNormal("radius", 0.0, 0.5)
+        cov = SLE(graph_distances, radius=radius, ls=ls, inner=inner)
+        sle_gp.Marginal(cov_func=cov).marginal_likelihood("y", X=X, y=np.zeros(30), sigma=0.3)
+    logp = model.logp()
+    key = _numba_cache_key([logp, *pytensor.grad(logp, model.value_vars)], model.value_vars)
+    assert key is not None
+
+
+def test_the_gaussian_density_has_one_cache_key_per_residual_ndim():
+    cov, vector, matrix = pt.matrix("cov"), pt.vector("r"), pt.matrix("r")
+    single = _numba_cache_key(GaussianLogDensity(False)(cov, vector), [cov, vector])
+    batched = _numba_cache_key(GaussianLogDensity(False)(cov, matrix), [cov, matrix])
+    assert None not in (single, batched) and single != batched

@@ -33,9 +33,13 @@ import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.link.numba.dispatch import numba_funcify
 
-from pymc_sle._backends import one_blas_thread_in_workers, register_jax, register_value_only
+from pymc_sle._backends import (
+    one_blas_thread_in_workers,
+    register_jax,
+    register_numba,
+    register_value_only,
+)
 from pymc_sle._linalg._lapack import (
     cholesky_inplace,
     cholesky_inverse_inplace,
@@ -228,12 +232,10 @@ def gaussian_logp(value, mu, cov):
 register_value_only(GaussianLogDensity, lambda op: GaussianLogDensity(False))
 
 
-@numba_funcify.register(GaussianLogDensity)
+@register_numba(GaussianLogDensity)
 def _numba_gaussian_log_density(op, node=None, **kwargs):
-    with_gradients = op.with_gradients
-    compute = (
-        _batched_log_densities if node.inputs[1].type.ndim == 2 else _log_density_and_gradients
-    )
+    with_gradients, residual_ndim = op.with_gradients, node.inputs[1].type.ndim
+    compute = _batched_log_densities if residual_ndim == 2 else _log_density_and_gradients
 
     if with_gradients:
 
@@ -248,7 +250,7 @@ def _numba_gaussian_log_density(op, node=None, **kwargs):
         def gaussian_log_density(cov, residual):
             return np.asarray(compute(cov, residual, False)[0])
 
-    return gaussian_log_density
+    return gaussian_log_density, residual_ndim  # the cache key's integer: one kernel per ndim
 
 
 @register_jax(GaussianLogDensity)

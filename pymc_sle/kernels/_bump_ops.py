@@ -24,9 +24,8 @@ import pytensor.tensor as pt
 from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.link.numba.dispatch import numba_funcify
 
-from pymc_sle._backends import one_blas_thread_in_workers, register_jax
+from pymc_sle._backends import one_blas_thread_in_workers, register_jax, register_numba
 from pymc_sle.kernels._bump import bump_formula
 from pymc_sle.kernels._bump_loops import (
     bump_backward,
@@ -122,7 +121,7 @@ class _BumpEmbeddingGrad(Op):
         return [input_shapes[1]]
 
 
-@numba_funcify.register(_BumpEmbeddingGrad)
+@register_numba(_BumpEmbeddingGrad)
 def _numba_bump_embedding_backward(op, node=None, **kwargs):
     return bump_embedding_backward
 
@@ -171,7 +170,7 @@ def _backward_arguments(inputs):
     return block, radius, amplitude, shape, tuple(support), g
 
 
-@numba_funcify.register(_BumpSquaredDistances)
+@register_numba(_BumpSquaredDistances)
 def _numba_bump_forward(op, node=None, **kwargs):
     max_fill = op.max_fill
 
@@ -183,7 +182,7 @@ def _numba_bump_forward(op, node=None, **kwargs):
 
 
 def _register_numba_backward(op_class, kernel) -> None:
-    @numba_funcify.register(op_class)
+    @register_numba(op_class)
     def funcify(op, node=None, **kwargs):
         @numba.njit
         def call(block, radius, amplitude, shape, values, distance, col_ptr, row_index, g):

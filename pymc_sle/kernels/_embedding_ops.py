@@ -37,9 +37,8 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.link.numba.dispatch import numba_funcify
 
-from pymc_sle._backends import one_blas_thread_in_workers, register_jax
+from pymc_sle._backends import one_blas_thread_in_workers, register_jax, register_numba
 from pymc_sle._linalg._euclidean import CANCELLATION
 from pymc_sle.kernels._embedding_loops import (
     cross_forward,
@@ -88,7 +87,7 @@ def dense_gradient_formula(xp, phi, grad):
     return 2.0 * (symmetric.sum(axis=1)[:, None] * centred - xp.dot(symmetric, centred))
 
 
-@numba_funcify.register(_DenseSquaredDistances)
+@register_numba(_DenseSquaredDistances)
 def _numba_dense_forward(op, node=None, **kwargs):
     @numba.njit
     def dense_squared_distances(phi):
@@ -142,7 +141,7 @@ class _CrossSquaredDistances(Op):
         ]
 
 
-@numba_funcify.register(_CrossSquaredDistances)
+@register_numba(_CrossSquaredDistances)
 def _numba_cross_forward(op, node=None, **kwargs):
     @numba.njit
     def cross_squared_distances(phi, phi_other):

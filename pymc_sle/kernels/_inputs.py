@@ -24,9 +24,8 @@ import pytensor.tensor as pt
 from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.op import Op
-from pytensor.link.numba.dispatch import numba_funcify
 
-from pymc_sle._backends import register_jax
+from pymc_sle._backends import register_jax, register_numba
 from pymc_sle._validation import as_index_array, check_finite_nonnegative, constant_value
 
 __all__ = [
@@ -205,7 +204,7 @@ def _valid_distances(values):
     return True
 
 
-@numba_funcify.register(CheckedRows)
+@register_numba(CheckedRows)
 def _numba_checked_rows(op, node=None, **kwargs):
     n_rows, message = op.n_rows, op.message
 
@@ -218,7 +217,7 @@ def _numba_checked_rows(op, node=None, **kwargs):
     return checked_rows
 
 
-@numba_funcify.register(CheckedDistances)
+@register_numba(CheckedDistances)
 def _numba_checked_distances(op, node=None, **kwargs):
     message = op.message
 
