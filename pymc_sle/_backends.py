@@ -25,7 +25,9 @@ outputs its gradient for its value-only variant when nothing uses the gradient.
 Op's ``__props__`` (and of an integer its funcify may return beside it, e.g. an input's
 ``ndim``), with a cache key: PyTensor then caches the compiled graph on disk
 (``numba__cache``), so a model compiled once for nutpie is loaded, not compiled, the next time.
-One Op registered without a key (an object-mode one) leaves its whole graph uncached.
+One Op registered without a key (an object-mode one) leaves its whole graph uncached. The key
+also holds a digest of the package's source: a cached graph carries the machine code of every
+kernel it calls, so any change to the package (an upgrade, an edit) must miss the old entries.
 
 :func:`register_jax` registers an Op's ``jax_funcify`` implementation beside the Op (its C and
 NUMBA implementations are the numba kernels its module compiles): when JAX is not installed it
@@ -35,9 +37,11 @@ registers nothing, and the Op runs on the other backends only.
 from __future__ import annotations
 
 import functools
+import hashlib
 import multiprocessing
 import os
 from contextlib import nullcontext
+from pathlib import Path
 
 from threadpoolctl import ThreadpoolController
 
@@ -100,7 +104,19 @@ def register_numba(op_class: type):
 
     register = getattr(basic, "register_funcify_default_op_cache_key", None)
     if register is not None:
-        return register(op_class)
+
+        def keyed(funcify):
+            @functools.wraps(funcify)
+            def with_source(*args, **kwargs):
+                result = funcify(*args, **kwargs)
+                function, extra = result if isinstance(result, tuple) else (result, 0)
+                key = hashlib.sha256(f"{_source_digest()}:{extra}".encode()).hexdigest()
+                return function, int(key[:15], 16)
+
+            register(op_class)(with_source)
+            return funcify
+
+        return keyed
 
     def legacy(funcify):  # PyTensor before numba caching: no key, and no integer
         @functools.wraps(funcify)
@@ -112,6 +128,15 @@ def register_numba(op_class: type):
         return funcify
 
     return legacy
+
+
+@functools.cache
+def _source_digest() -> str:
+    """The SHA-256 of every module of the package, in path order (module notes)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def object_mode_perform(op, node):

@@ -116,3 +116,15 @@ def test_the_gaussian_density_has_one_cache_key_per_residual_ndim():
     single = _numba_cache_key(GaussianLogDensity(False)(cov, vector), [cov, vector])
     batched = _numba_cache_key(GaussianLogDensity(False)(cov, matrix), [cov, matrix])
     assert None not in (single, batched) and single != batched
+
+
+def test_the_cache_keys_change_with_the_package_source(monkeypatch):
+    """A cached graph holds the machine code of the kernels it calls: an edited or upgraded
+    package must not load it."""
+    import pymc_sle._backends
+
+    cov, residual = pt.matrix("cov"), pt.vector("r")
+    density = GaussianLogDensity(True)(cov, residual)[0]
+    before = _numba_cache_key(density, [cov, residual])
+    monkeypatch.setattr(pymc_sle._backends, "_source_digest", lambda: "another source")
+    assert _numba_cache_key(density, [cov, residual]) != before
