@@ -103,31 +103,21 @@ def register_numba(op_class: type):
     from pytensor.link.numba.dispatch import basic
 
     register = getattr(basic, "register_funcify_default_op_cache_key", None)
-    if register is not None:
 
-        def keyed(funcify):
-            @functools.wraps(funcify)
-            def with_source(*args, **kwargs):
-                result = funcify(*args, **kwargs)
-                function, extra = result if isinstance(result, tuple) else (result, 0)
-                key = hashlib.sha256(f"{_source_digest()}:{extra}".encode()).hexdigest()
-                return function, int(key[:15], 16)
-
-            register(op_class)(with_source)
-            return funcify
-
-        return keyed
-
-    def legacy(funcify):  # PyTensor before numba caching: no key, and no integer
+    def decorate(funcify):
         @functools.wraps(funcify)
-        def function_only(*args, **kwargs):
+        def keyed(*args, **kwargs):
             result = funcify(*args, **kwargs)
-            return result[0] if isinstance(result, tuple) else result
+            function, extra = result if isinstance(result, tuple) else (result, 0)
+            if register is None:  # PyTensor before numba caching: no key
+                return function
+            key = hashlib.sha256(f"{_source_digest()}:{extra}".encode()).hexdigest()
+            return function, int(key[:15], 16)
 
-        basic.numba_funcify.register(op_class)(function_only)
+        (register or basic.numba_funcify.register)(op_class)(keyed)
         return funcify
 
-    return legacy
+    return decorate
 
 
 @functools.cache
