@@ -51,6 +51,7 @@ from pymc_sle._pymc_compat import (
     without_initial_values,
 )
 from pymc_sle.inference._basins import Basin, BasinJump, at_start, cuts
+from pymc_sle.inference._mass_matrix import pymc_nuts
 from pymc_sle.inference._priors import SLEPriors
 from pymc_sle.inference._search import DEFAULT_POLICY
 
@@ -120,7 +121,7 @@ def _pool(
 @contextlib.contextmanager
 def _sampling(chains: int, sample_kwargs: dict):
     """One BLAS thread per chain (:func:`_blas_limit`), and PyMC's dense mass-matrix adaptation
-    without its "experimental feature" warning: ``sample_basins`` chose it (``PYMC_INIT``)."""
+    without its "experimental feature" warning: ``sample_basins`` chose it."""
     with _blas_limit(chains, sample_kwargs), warnings.catch_warnings():
         warnings.filterwarnings("ignore", "QuadPotentialFullAdapt is an experimental feature")
         yield
@@ -263,9 +264,6 @@ BASINS_TARGET_ACCEPT = 0.95
 #: nutpie's settings under :func:`sample_basins` unless the caller's ``nuts_sampler_kwargs``
 #: say otherwise.
 NUTPIE_DEFAULTS = {"low_rank_modified_mass_matrix": True}
-#: PyMC's NUTS initialisation under :func:`sample_basins` unless the caller passes ``init``: a
-#: dense mass matrix, adapted from the tuning draws (:doc:`/how-to/samplers`).
-PYMC_INIT = "jitter+adapt_full"
 
 
 def sample_basins(
@@ -319,9 +317,10 @@ def sample_basins(
         Passed to :func:`pymc.sample` (``cores``, ``nuts_sampler``, ``init``, ...). Both
         samplers adapt a mass matrix with the posterior's correlations -- ``eta`` with ``ls``
         above all, which a diagonal one cannot follow (:doc:`/how-to/samplers`): PyMC's NUTS
-        with ``init`` defaulting to ``PYMC_INIT`` (``"jitter+adapt_full"``, a dense matrix),
-        nutpie with ``nuts_sampler_kwargs`` defaulting to
-        ``{"low_rank_modified_mass_matrix": True}`` (keys you pass win).
+        a dense one started from the curvature at the chains' start (2d extra gradient
+        evaluations for d variables) unless you pass ``init``, nutpie with
+        ``nuts_sampler_kwargs`` defaulting to ``{"low_rank_modified_mass_matrix": True}``
+        (keys you pass win).
 
     Returns
     -------
@@ -341,11 +340,17 @@ def sample_basins(
     TypeError
         If ``priors`` is not what ``sle_priors`` returns.
     ValueError
-        If ``target_accept`` is given and not in ``(0, 1)``, or ``min_mass`` is not in
-        ``[0, 1)``.
+        If ``target_accept`` is given and not in ``(0, 1)``, ``min_mass`` is not in
+        ``[0, 1)``, or a ``step`` is passed.
     """
     if target_accept is not None and not 0.0 < target_accept < 1.0:
         raise ValueError(f"`target_accept` must be in (0, 1), but got {target_accept!r}")
+    if "step" in sample_kwargs:
+        raise ValueError(
+            "`step` cannot be passed: sample_basins samples a copy of the model per radius "
+            "basin and builds each one's NUTS; to sample with your own step method, sample the "
+            "models of sle.basin_models(priors) yourself"
+        )
     model = pm.modelcontext(model)
     confined = basin_models(priors, min_mass=min_mass, model=model)
     if sample_kwargs.get("nuts_sampler") == "nutpie":
@@ -353,24 +358,28 @@ def sample_basins(
             **NUTPIE_DEFAULTS,
             **(sample_kwargs.get("nuts_sampler_kwargs") or {}),
         }
-    if sample_kwargs.get("nuts_sampler", "pymc") == "pymc":
-        sample_kwargs.setdefault("init", PYMC_INIT)
     if target_accept is None:
         target_accept = ONE_BASIN_TARGET_ACCEPT if len(confined) == 1 else BASINS_TARGET_ACCEPT
-    common = dict(draws=draws, tune=tune, chains=chains, target_accept=target_accept,
-                  **sample_kwargs)  # fmt: skip
-    if len(confined) == 1:
+
+    def sample(model: pm.Model, seed: int | None) -> az.InferenceData:
         with _sampling(chains, sample_kwargs):
-            idata = pm.sample(random_seed=random_seed, model=confined[0][1], **common)
+            if sample_kwargs.get("nuts_sampler", "pymc") != "pymc" or "init" in sample_kwargs:
+                nuts = {"target_accept": target_accept}
+            else:
+                nuts = pymc_nuts(model, chains=chains, target_accept=target_accept,
+                                 random_seed=seed)  # fmt: skip
+            idata = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed,
+                              model=model, **nuts, **sample_kwargs)  # fmt: skip
         idata.posterior.attrs["target_accept"] = target_accept
         return idata
+
+    if len(confined) == 1:
+        return sample(confined[0][1], random_seed)
     basins = [basin for basin, _ in confined]
     meeting = cuts(basins)
     fits, diagnostics = [], []
     for b, (_, restricted) in enumerate(confined):
-        seed = None if random_seed is None else random_seed + b
-        with _sampling(chains, sample_kwargs):
-            fit = pm.sample(random_seed=seed, model=restricted, **common)
+        fit = sample(restricted, None if random_seed is None else random_seed + b)
         fits.append(fit)
         summary = az.summary(fit, var_names=priors.var_names(model, fit), round_to="none")
         diagnostics.append(worst_values(fit, summary))

@@ -7,6 +7,7 @@ import numpy as np
 import pymc as pm
 import pytest
 from pymc.distributions.transforms import Interval
+from pymc.step_methods.hmc.quadpotential import QuadPotentialFullAdapt
 from scipy import stats
 
 import pymc_sle as sle
@@ -14,6 +15,7 @@ from pymc_sle import SLEPriors, basin_diagnostics, basin_models, sample_basins, 
 from pymc_sle.evaluation import convergence
 from pymc_sle.inference import DEFAULT_POLICY, Basin
 from pymc_sle.inference._basins import cuts
+from pymc_sle.inference._mass_matrix import pymc_nuts
 from pymc_sle.inference._sampler import _intervals
 from pymc_sle.inference._transforms import CenteredLog
 
@@ -142,15 +144,15 @@ def test_a_basin_just_above_the_default_min_mass_is_sampled_apart():
     assert np.mean(pooled.posterior["x"].values > 0) == pytest.approx(0.006, abs=0.003)
 
 
-@pytest.mark.filterwarnings("ignore:QuadPotentialFullAdapt is an experimental feature")
 def test_basins_below_min_mass_are_dropped_and_one_basin_is_pm_sample():
     """With one basin, sample_basins is pm.sample with target_accept 0.9 (PyMC's is 0.8) and a
-    dense mass matrix (PyMC's is diagonal)."""
+    dense mass matrix started from the curvature (PyMC's is diagonal)."""
     model, priors = two_wells(weights=(0.997, 0.003))
     assert priors.basins[1].mass < DEFAULT_POLICY.min_basin_mass <= priors.basins[0].mass
     one = sample_basins(priors, model=model, random_seed=3, **SAMPLE)
-    with model:
-        reference = pm.sample(random_seed=3, target_accept=0.9, init="jitter+adapt_full", **SAMPLE)
+    # the chains start in the heavy basin, which holds the model's start
+    nuts = pymc_nuts(model, chains=SAMPLE["chains"], target_accept=0.9, random_seed=3)
+    reference = pm.sample(random_seed=3, model=model, **nuts, **SAMPLE)
     np.testing.assert_array_equal(one.posterior["x"].values, reference.posterior["x"].values)
     assert one.posterior.attrs["target_accept"] == 0.9
     assert basin_diagnostics(one) is None
@@ -190,14 +192,19 @@ def test_nutpie_gets_the_low_rank_mass_matrix_unless_told_otherwise(monkeypatch,
     assert "nuts_sampler_kwargs" not in seen[1]
 
 
-def test_pymcs_nuts_gets_a_dense_mass_matrix_unless_told_otherwise(monkeypatch):
+def test_pymcs_nuts_gets_the_curvature_started_mass_matrix_unless_told_otherwise(monkeypatch):
     seen = _record_sample_calls(monkeypatch)
     model, priors = two_wells(weights=(1.0, 0.0))
     sample_basins(priors, model=model)
     sample_basins(priors, model=model, init="adapt_diag")
-    sample_basins(priors, model=model, nuts_sampler="pymc")
-    assert [kwargs["init"] for kwargs in seen] == ["jitter+adapt_full", "adapt_diag",
-                                                    "jitter+adapt_full"]  # fmt: skip
+    sample_basins(priors, model=model, nuts_sampler="pymc", target_accept=0.85)
+    own, init, named = seen
+    assert isinstance(own["step"].potential, QuadPotentialFullAdapt) and "init" not in own
+    assert own["step"].target_accept == 0.9 and len(own["initvals"]) == 4
+    assert init["init"] == "adapt_diag" and "step" not in init and init["target_accept"] == 0.9
+    assert named["step"].target_accept == 0.85
+    with pytest.raises(ValueError, match=r"`step` cannot be passed.*basin_models"):
+        sample_basins(priors, model=model, step=pm.Metropolis(model=model))
 
 
 def test_the_dense_mass_matrix_warns_nothing():
@@ -229,7 +236,7 @@ def test_target_accept_defaults_to_0_9_with_one_basin_and_0_95_with_several(
     seen = []
 
     def capture(**kwargs):
-        seen.append(kwargs["target_accept"])
+        seen.append(kwargs["step"].target_accept)  # PyMC's NUTS, built by sample_basins
         raise _Captured
 
     monkeypatch.setattr(basins.pm, "sample", capture)
