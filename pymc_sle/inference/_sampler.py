@@ -317,8 +317,9 @@ def sample_basins(
         Passed to :func:`pymc.sample` (``cores``, ``nuts_sampler``, ``init``, ...). Both
         samplers adapt a mass matrix with the posterior's correlations -- ``eta`` with ``ls``
         above all, which a diagonal one cannot follow (:doc:`/how-to/samplers`): PyMC's NUTS
-        a dense one started from the curvature at the chains' start (2d extra gradient
-        evaluations for d variables) unless you pass ``init``, nutpie with
+        a dense one started from the curvature at the mode it climbs to from the chains'
+        start (L-BFGS, then 2d gradient evaluations for d variables) unless you pass
+        ``init``, nutpie with
         ``nuts_sampler_kwargs`` defaulting to ``{"low_rank_modified_mass_matrix": True}``
         (keys you pass win).
 
