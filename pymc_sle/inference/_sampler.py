@@ -121,7 +121,8 @@ def _pool(
 @contextlib.contextmanager
 def _sampling(chains: int, sample_kwargs: dict):
     """One BLAS thread per chain (:func:`_blas_limit`), and PyMC's dense mass-matrix adaptation
-    without its "experimental feature" warning: ``sample_basins`` chose it."""
+    without its "experimental feature" warning, where a caller's ``init`` asks for it
+    (``pymc_nuts`` silences its own)."""
     with _blas_limit(chains, sample_kwargs), warnings.catch_warnings():
         warnings.filterwarnings("ignore", "QuadPotentialFullAdapt is an experimental feature")
         yield
