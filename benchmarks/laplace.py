@@ -63,7 +63,8 @@ TARGETS = {
 
 
 def _classifier(D, n_train: int, labels):
-    """The README's classifier: ``sle.gp.Laplace`` with ``sle_priors``' latent priors."""
+    """The README's classifier: ``sle.gp.Laplace`` with ``sle_priors``' latent priors; the
+    model, the GP and the priors."""
     import pymc as pm
 
     import pymc_sle as sle
@@ -73,7 +74,7 @@ def _classifier(D, n_train: int, labels):
         priors = sle.sle_priors(D, rows, labels, likelihood=bernoulli)
         gp = sle.gp.Laplace(mean_func=priors.mean_func(), cov_func=priors.covariance())
         gp.marginal_likelihood("y", X=rows[:, None], y=labels, likelihood=bernoulli)
-    return model, gp
+    return model, gp, priors
 
 
 def measure_size(mesh_name: str, n: int, reps: int) -> dict:
@@ -85,7 +86,7 @@ def measure_size(mesh_name: str, n: int, reps: int) -> dict:
 
     D, distances_s, train, _, latent, labels = labelled_mesh(mesh_name, n)
     n = train.size
-    model, _ = _classifier(D, n, labels[train])
+    model, _, _ = _classifier(D, n, labels[train])
     logp = model.logp()
     fn = pm.compile(model.value_vars, [logp, *pm.gradient(logp, model.value_vars)])
     start = model.initial_point()
@@ -183,7 +184,7 @@ def measure_map(mesh_name: str, n_train: int, n_test: int) -> dict:
 
     began = time.perf_counter()
     D, distances_s, train, test, latent, labels = labelled_mesh(mesh_name, n_train, n_test)
-    model, gp = _classifier(D, train.size, labels[train])
+    model, gp, _ = _classifier(D, train.size, labels[train])
     model_s = time.perf_counter() - began - distances_s
     tick = time.perf_counter()
     with model:
@@ -216,8 +217,8 @@ def measure_map(mesh_name: str, n_train: int, n_test: int) -> dict:
 
 
 def measure_nuts(mesh_name: str, n_train: int, n_test: int, draws: int, chains: int) -> dict:
-    """In this process: NUTS over the hyperparameters, its held-out scores, and the cost of one
-    gradient of the ``pm.gp.Latent`` model at the same n."""
+    """In this process: NUTS over the hyperparameters (``sle.sample_basins``, PyMC's NUTS), its
+    held-out scores, and the cost of one gradient of the ``pm.gp.Latent`` model at the same n."""
     import arviz as az
     import pymc as pm
 
@@ -225,22 +226,16 @@ def measure_nuts(mesh_name: str, n_train: int, n_test: int, draws: int, chains: 
     from benchmarks.performance import compile_value_and_grad, median_ms
 
     D, _, train, test, _, labels = labelled_mesh(mesh_name, n_train, n_test)
-    model, gp = _classifier(D, train.size, labels[train])
+    model, gp, priors = _classifier(D, train.size, labels[train])
     began = time.perf_counter()
-    with model:
-        idata = pm.sample(
-            draws=draws,
-            tune=draws,
-            chains=chains,
-            cores=2,
-            random_seed=1,
-            progressbar=False,
-            target_accept=0.9,
+    with model:  # the README's sampler: every basin, PyMC's NUTS started at the mode
+        idata = sle.sample_basins(
+            priors, draws=draws, tune=draws, chains=chains, cores=2, random_seed=1
         )
     nuts_s = time.perf_counter() - began
     with model:
         prediction = gp.predictive(train.size + np.arange(test.size)[:, None], idata, n_draws=100)
-    table = az.summary(idata, var_names=["radius", "ls", "eta"])
+    table = az.summary(idata, var_names=priors.var_names(model, idata))
     laplace_fn = compile_value_and_grad(model, "FAST_RUN")
     laplace_ms = median_ms(laplace_fn, 5)
     dense = D.to_dense(fill=D.cutoff)
@@ -263,6 +258,7 @@ def measure_nuts(mesh_name: str, n_train: int, n_test: int, draws: int, chains: 
         "nuts_s": nuts_s,
         "r_hat_max": float(table["r_hat"].max()),
         "ess_bulk_min": float(table["ess_bulk"].min()),
+        "ess_tail_min": float(table["ess_tail"].min()),
         "divergences": int(idata.sample_stats["diverging"].sum()),
         "steps_per_draw": steps,
         "laplace_gradient_ms": laplace_ms,
