@@ -128,11 +128,22 @@ def _sampling(chains: int, sample_kwargs: dict):
         yield
 
 
+def default_cores() -> int:
+    """The chain processes :func:`sample_basins` runs at once unless told: one per CPU this
+    process may use, at most 4. (PyMC's own default halves the CPU count, taking every second
+    CPU for a hyperthread, so on a 2-core machine its chains run one after another.)"""
+    try:
+        available = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        available = os.cpu_count() or 1
+    return min(4, available)
+
+
 def _blas_limit(chains: int, sample_kwargs: dict):
     """One BLAS thread per process while several chains run at once: otherwise every chain's
     BLAS starts a thread per core and the chains fight over the cores (:doc:`/performance`). A
     single chain at a time keeps the caller's BLAS threads."""
-    cores = sample_kwargs.get("cores") or min(4, os.cpu_count() or 1)
+    cores = sample_kwargs.get("cores") or default_cores()
     threaded = sample_kwargs.get("nuts_sampler", "pymc") != "pymc"  # chains as threads
     if chains > 1 and (cores > 1 or threaded):
         return threadpool_limits(limits=1, user_api="blas")
@@ -315,7 +326,9 @@ def sample_basins(
     model : pymc.Model, optional
         The model (default: the one on the context stack).
     **sample_kwargs
-        Passed to :func:`pymc.sample` (``cores``, ``nuts_sampler``, ``init``, ...). Both
+        Passed to :func:`pymc.sample` (``cores``, ``nuts_sampler``, ``init``, ...).
+        ``cores`` defaults to one chain process per CPU, at most 4 (PyMC's own default
+        would run a 2-core machine's chains one after another). Both
         samplers adapt a mass matrix with the posterior's correlations -- ``eta`` with ``ls``
         above all, which a diagonal one cannot follow (:doc:`/how-to/samplers`): PyMC's NUTS
         a dense one started from the curvature at the mode it climbs to from the chains'
@@ -355,6 +368,8 @@ def sample_basins(
         )
     model = pm.modelcontext(model)
     confined = basin_models(priors, min_mass=min_mass, model=model)
+    if sample_kwargs.get("cores") is None:
+        sample_kwargs["cores"] = default_cores()
     if sample_kwargs.get("nuts_sampler") == "nutpie":
         sample_kwargs["nuts_sampler_kwargs"] = {
             **NUTPIE_DEFAULTS,

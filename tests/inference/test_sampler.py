@@ -248,6 +248,29 @@ def test_target_accept_defaults_to_0_9_with_one_basin_and_0_95_with_several(
     assert (basins.ONE_BASIN_TARGET_ACCEPT, basins.BASINS_TARGET_ACCEPT) == (0.9, 0.95)
 
 
+@pytest.mark.parametrize("cpus, passed, expected", [
+    (2, None, 2),  # PyMC's own default would be 1 here: chains one after another
+    (1, None, 1),
+    (16, None, 4),
+    (2, 1, 1),  # the caller's value wins
+])  # fmt: skip
+def test_pymcs_chains_run_one_per_cpu_unless_told(monkeypatch, cpus, passed, expected):
+    import pymc_sle.inference._sampler as basins
+
+    seen = []
+
+    def capture(**kwargs):
+        seen.append(kwargs["cores"])
+        raise _Captured
+
+    monkeypatch.setattr(basins.pm, "sample", capture)
+    monkeypatch.setattr(basins.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    model, priors = two_wells(weights=(1.0, 0.0))
+    with pytest.raises(_Captured):
+        sample_basins(priors, model=model, **({} if passed is None else {"cores": passed}))
+    assert seen == [expected]
+
+
 @pytest.mark.parametrize(
     "weights, extra, limited",
     [
