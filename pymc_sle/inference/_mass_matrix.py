@@ -68,20 +68,26 @@ def _unravel(x: np.ndarray, like: dict, names: list[str]) -> dict:
 
 
 def _density(model: pm.Model):
-    """The names of ``model``'s continuous value variables, its initial point, and a function
-    of their raveled values returning the model's log density, its gradient (both on the
-    sampled coordinates) and the free variables' own values there: one compiled function.
-    """
+    """The names of ``model``'s continuous value variables, its initial point, PyMC's compiled
+    log density and gradient of their raveled values (on the sampled coordinates; the NUTS step
+    reuses it), that as a function returning ``(logp, dlogp)``, and a function of the raveled
+    values returning the free variables' own values there."""
     names = [v.name for v in model.continuous_value_vars]
     start = model.initial_point()
-    outputs = [model.logp(jacobian=True), model.dlogp(jacobian=True)]
-    evaluate = model.compile_fn([*outputs, *model.replace_rvs_by_values(model.free_RVs)])
+    logp_dlogp = model.logp_dlogp_function(
+        model.continuous_value_vars, ravel_inputs=True, initial_point=start
+    )
+    logp_dlogp.set_extra_values(start)  # the variables NUTS does not move (NUTS sets them too)
+    own = model.compile_fn(model.replace_rvs_by_values(model.free_RVs))
 
-    def density(x: np.ndarray) -> tuple[float, np.ndarray, list]:
-        logp, dlogp, *values = evaluate({**start, **_unravel(x, start, names)})
-        return float(logp), np.asarray(dlogp, dtype=np.float64), values
+    def density(x: np.ndarray) -> tuple[float, np.ndarray]:
+        logp, dlogp = logp_dlogp(np.asarray(x, dtype=np.float64))
+        return float(logp), np.asarray(dlogp, dtype=np.float64)
 
-    return names, start, density
+    def own_values(x: np.ndarray) -> list:
+        return own({**start, **_unravel(x, start, names)})
+
+    return names, start, logp_dlogp, density, own_values
 
 
 def _mode(density, x0: np.ndarray) -> np.ndarray:
@@ -89,7 +95,7 @@ def _mode(density, x0: np.ndarray) -> np.ndarray:
     or ``x0`` where the climb found nothing higher."""
 
     def objective(x):
-        logp, dlogp, _ = density(x)
+        logp, dlogp = density(x)
         if not (np.isfinite(logp) and np.all(np.isfinite(dlogp))):
             return np.inf, np.zeros_like(x)
         return -logp, -dlogp
@@ -139,7 +145,7 @@ def pymc_nuts(
         If the model's gradient is not finite at its initial point (and the climb found
         nothing higher).
     """
-    names, start, density = _density(model)
+    names, start, logp_dlogp, density, own_values = _density(model)
     x0 = _mode(density, _ravel(start, names))
     cov = laplace_covariance(lambda x: density(x)[1], x0)
     chol = np.linalg.cholesky(cov)
@@ -148,24 +154,27 @@ def pymc_nuts(
     for _ in range(chains):
         jitter = np.clip(chol @ rng.standard_normal(x0.size), -1.0, 1.0)
         for _ in range(10):
-            logp, dlogp, values = density(x0 + jitter)
+            logp, dlogp = density(x0 + jitter)
             if np.isfinite(logp) and np.all(np.isfinite(dlogp)):
                 break
             jitter /= 2
         else:
-            _, _, values = density(x0)
+            jitter = np.zeros_like(x0)
         # The variables' own values: PyMC cannot map a start on the sampled coordinates back
         # where a transform depends on other variables (as sle_priors' do).
+        values = own_values(x0 + jitter)
         initvals.append({rv.name: v for rv, v in zip(model.free_RVs, values, strict=True)})
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "QuadPotentialFullAdapt is an experimental feature")
         potential = QuadPotentialFullAdapt(
             x0.size, x0, cov, INITIAL_WEIGHT, rng=np.random.default_rng(rng.integers(2**32))
         )
+    logp_dlogp.trust_input = True  # as PyMC sets on the function it compiles for NUTS
     step = pm.NUTS(
         vars=model.continuous_value_vars,
         potential=potential,
         target_accept=target_accept,
         model=model,
+        logp_dlogp_func=logp_dlogp,  # compiled once, for the climb and for sampling
     )
     return {"step": step, "initvals": initvals}
