@@ -300,12 +300,13 @@ def test_chains_start_at_the_grid_mode(models):
         assert transform.base.forward(radius).eval() == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != "FAST_RUN"])
 def test_sampled_model_has_the_same_log_density_on_every_backend(models, mode):
-    """What NUTS runs on: PyMC's C backend, nutpie's NUMBA and numpyro's JAX."""
+    """What NUTS runs on: nutpie's NUMBA and numpyro's JAX give PyMC's C backend's values."""
     model = models[0]
     point = {k: v + 0.3 for k, v in model.initial_point().items()}
-    reference = model.compile_logp()(point), model.compile_dlogp()(point)
-    ours = model.compile_logp(mode=mode)(point), model.compile_dlogp(mode=mode)(point)
+    outputs = [model.logp(), model.dlogp()]
+    reference = model.compile_fn(outputs)(point)
+    ours = model.compile_fn(outputs, mode=mode)(point)
     assert ours[0] == pytest.approx(reference[0], rel=1e-10)
     np.testing.assert_allclose(ours[1], reference[1], rtol=1e-8)
