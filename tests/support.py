@@ -164,6 +164,17 @@ def run_module(module: str, *args, subprocess_run: bool = False):
 MODES = ["FAST_RUN", "NUMBA"] + (["JAX"] if importlib.util.find_spec("jax") else [])
 
 
+def backend_cases(cases: list[tuple], numba: list[tuple]) -> list[tuple]:
+    """``(mode, *case)`` for every case on every backend of ``MODES`` but NUMBA, and on NUMBA for
+    the cases in ``numba`` only. NUMBA compiles every graph anew (5 to 12 s each on a clean
+    clone, whose cache is cold), and its implementation of an Op depends on the Op's
+    configuration, not on the values: one case per configuration checks it."""
+    missing = [case for case in numba if case not in cases]
+    if missing:
+        raise ValueError(f"`numba` cases {missing} are not among the cases")
+    return [(mode, *case) for case in cases for mode in MODES if mode != "NUMBA" or case in numba]
+
+
 def raised_by(mode):
     """What a failed check raises: a ValueError, or on JAX the runtime error carrying it (a traced
     program cannot raise; the host callback's ValueError aborts the computation)."""

@@ -9,7 +9,7 @@ import pytest
 from pymc_sle import bump
 from pymc_sle.kernels._bump_ops import _BumpSquaredDistances, bump_squared_distances
 from pymc_sle.kernels._embedding_ops import dense_squared_distances
-from tests.support import MODES, compile_fn, planar_distances
+from tests.support import MODES, backend_cases, compile_fn, planar_distances
 
 BUMP_CASES = [  # (n, m, radius): ~5 % of the block inside the bump, ~70 %, none, all
     (25, 40, 0.12),
@@ -60,9 +60,14 @@ def test_bump_distances_of_a_symbolic_block_equal_the_dense_reference(mode, max_
         check_bump_support(f, planar_distances(n, m, seed=n + m), radius, seed=n)
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(("n", "m", "radius"), BUMP_CASES[:2])
-@pytest.mark.parametrize(("max_fill", "bounded"), [(1.0, False), (1.0, True), (0.0, False)])
+BRANCHES = [(1.0, False), (1.0, True), (0.0, False)]  # (max_fill, bounded)
+
+
+@pytest.mark.parametrize(
+    ("mode", "n", "m", "radius", "max_fill", "bounded"),
+    backend_cases([(*case, *branch) for case in BUMP_CASES[:2] for branch in BRANCHES],
+                  numba=[(*BUMP_CASES[0], *branch) for branch in BRANCHES]),
+)  # fmt: skip
 def test_bump_distances_of_a_constant_block_equal_the_dense_reference(
     mode, n, m, radius, max_fill, bounded
 ):

@@ -14,7 +14,7 @@ from pymc_sle import (
     bump,
 )
 from tests.sle_reference import REFERENCE_INNER, reference_sle
-from tests.support import MODES, compile_fn
+from tests.support import backend_cases, compile_fn
 
 INNERS = ["rbf", "matern12", "matern32", "matern52"]
 LANDMARKS = np.arange(0, 40, 2)  # 20 landmarks among 40 points
@@ -400,9 +400,11 @@ def test_radius_priors_between_the_distances_do_not_warn(prior):
         _build_sle_gp(prior)
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("inner", ["matern32", "rbf"])
-@pytest.mark.parametrize("per_landmark", [False, True])
+@pytest.mark.parametrize(
+    ("mode", "inner", "per_landmark"),
+    backend_cases([("matern32", False), ("matern32", True), ("rbf", False), ("rbf", True)],
+                  numba=[("matern32", False), ("matern32", True)]),  # the inner kernel: Elemwise
+)  # fmt: skip
 def test_sle_sparse_branch_equals_dense(planar, mode, inner, per_landmark):
     """``auto`` at 7.5 % fill (its sparse products) against ``dense``."""
     X = np.arange(40)[:, None]
@@ -426,9 +428,9 @@ def test_sle_sparse_branch_equals_dense(planar, mode, inner, per_landmark):
         np.testing.assert_allclose(sparse, dense, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(  # fill ~3 % (sparse branch), ~95 % (dense branch)
-    ("per_landmark", "radius_value"), [(True, 0.12), (False, 0.12), (False, 0.9)]
+    ("mode", "per_landmark", "radius_value"),
+    backend_cases([(True, 0.12), (False, 0.12), (False, 0.9)], numba=[(True, 0.12), (False, 0.9)]),
 )
 def test_sle_with_an_unbounded_radius_follows_its_support_at_run_time(
     planar, mode, per_landmark, radius_value
