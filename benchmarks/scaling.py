@@ -336,7 +336,7 @@ def main(argv=None) -> None:
     if args.quick:
         sizes, reps, dense_max = [("icosphere-3", 300), ("icosphere-3", 600)], 2, 300
         fits = [("icosphere-3", 300, 100)]
-        nuts = ("icosphere-3", 200, args.per_bump, 20, 20, 2, "pymc")
+        nuts = ("icosphere-3", 100, args.per_bump, 20, 20, 2, "pymc")
     else:
         sizes = [(mesh, n) for n in (1_000, 2_000, 5_000, 10_000, 20_000, 34_834)]
         sizes.append(("icosphere-7", 100_000))

@@ -121,9 +121,9 @@ def _child(function: str, *args, env: dict | None = None) -> dict:
     return in_child("benchmarks.size_limits", function, *args, env=env)
 
 
-def blas_rows(sizes, reps: int, rounds: int) -> list[dict]:
-    """Each (n, likelihood, BLAS) in ``rounds`` fresh processes, the two BLAS settings
-    alternating; ``grad_ms`` is the median over the rounds of each process's median. The
+def blas_rows(sizes, gp_classes, reps: int, rounds: int) -> list[dict]:
+    """Each (n, likelihood in ``gp_classes``, BLAS) in ``rounds`` fresh processes, the two BLAS
+    settings alternating; ``grad_ms`` is the median over the rounds of each process's median. The
     linked setting compiles into a folder of its own (PyTensor's default folder holds what pip's
     PyTensor compiled without a BLAS, and is reused for that setting)."""
     library = ctypes.util.find_library("openblas")
@@ -133,7 +133,7 @@ def blas_rows(sizes, reps: int, rounds: int) -> list[dict]:
     with tempfile.TemporaryDirectory() as linked:
         for _ in range(rounds):
             for n in sizes:
-                for gp_class in ("pymc_sle", "pymc"):
+                for gp_class in gp_classes:
                     for label, ldflags in flags.items():
                         setting = f"blas__ldflags={ldflags}"
                         if ldflags:
@@ -203,10 +203,11 @@ def main(argv=None) -> None:
     sizes, blas_sizes, iterations, reps, rounds = (
         ((30,), (40,), 5, 2, 1) if args.quick else ((100, 200, 400, 800), (400, 800), 150, 20, 3)
     )
+    gp_classes = ("pymc_sle",) if args.quick else ("pymc_sle", "pymc")  # a process each
     result = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "sizes": [],
-        "blas": blas_rows(blas_sizes, reps, rounds),
+        "blas": blas_rows(blas_sizes, gp_classes, reps, rounds),
     }
     for n in sizes:
         result["sizes"].append(_child("measure_size", n, iterations, reps))

@@ -181,7 +181,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     mesh = "bunny" if BUNNY.exists() else "icosphere-6"
     if args.quick:
-        mesh, n, sizes, cells, seeds, scale = "icosphere-4", 300, (100,), 6, (0,), (1_500, 200)
+        mesh, n, sizes, cells, seeds, scale = "icosphere-4", 300, (100,), 6, (0,), (600, 150)
     else:
         n, sizes, cells, seeds, scale = 1_000, (250, 100), 24, (0, 1, 2), (20_000, 500)
     result = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "mesh": mesh,
