@@ -143,7 +143,7 @@ def _blas_limit(chains: int, sample_kwargs: dict):
     """One BLAS thread per process while several chains run at once: otherwise every chain's
     BLAS starts a thread per core and the chains fight over the cores (:doc:`/performance`). A
     single chain at a time keeps the caller's BLAS threads."""
-    cores = sample_kwargs.get("cores") or default_cores()
+    cores = sample_kwargs["cores"]  # sample_basins sets its default first
     threaded = sample_kwargs.get("nuts_sampler", "pymc") != "pymc"  # chains as threads
     if chains > 1 and (cores > 1 or threaded):
         return threadpool_limits(limits=1, user_api="blas")
