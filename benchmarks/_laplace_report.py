@@ -65,7 +65,7 @@ def summary(result: dict) -> str:
             f"{r['latent_gradient_ms']:.0f} ms. The Laplace figure is a repeated evaluation at "
             "one point, where Newton restarts at the mode; over the whole run the wall time per "
             "leapfrog step on a core was "
-            f"{r['nuts_s'] * 2 / (r['chains'] * 2 * r['draws'] * r['steps_per_draw']):.2f} s "
+            f"{r['nuts_s'] / (_iterations_per_core(r) * r['steps_per_draw']):.2f} s "
             "(the steps move the hyperparameters, so each takes its Newton steps, and the "
             "figure also carries the mode search before sampling and tuning's longer "
             "trajectories).",
@@ -121,6 +121,11 @@ def _mixing(row: dict, key: str) -> str:
     return " / ".join(fmt.format(row[f"{method}_{key}"]) for method in ("laplace", "latent"))
 
 
+def _iterations_per_core(nuts: dict) -> float:
+    """The nuts section's NUTS iterations (tuning and kept) per core: its chains on 2 cores."""
+    return nuts["chains"] * (nuts["draws"] + nuts["draws"]) / 2
+
+
 def latent_nuts_s(result: dict) -> float | None:
     """Seconds of ``pm.gp.Latent`` + NUTS at the nuts section's n, estimated (it is not run):
     its gradient's time at that n times the leapfrog steps per draw it took at n = 200 on the
@@ -129,8 +134,9 @@ def latent_nuts_s(result: dict) -> float | None:
     row = next((r for r in result.get("verify") or [] if r["case"] == "bernoulli"), None)
     if not nuts or row is None:
         return None
-    iterations = nuts["chains"] * 2 * nuts["draws"] / 2
-    return nuts["latent_gradient_ms"] / 1e3 * row["latent_steps_per_draw"] * iterations
+    return (
+        nuts["latent_gradient_ms"] / 1e3 * row["latent_steps_per_draw"] * _iterations_per_core(nuts)
+    )
 
 
 def _size(result: dict, n: int):
