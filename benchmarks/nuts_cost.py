@@ -99,7 +99,9 @@ def summary(runs: list[dict]) -> str:
         "nutpie setting (the low-rank mass matrix), `pymc-adapt-full` PyMC's dense "
         '`init="jitter+adapt_full"` (adapted from the identity) and `pymc-diagonal` PyMC\'s '
         "default. Gradients per kept draw count the tuning's leapfrog steps too. Target: "
-        "`pymc` within 1.5x nutpie. Wall times come from separate runs.",
+        "`pymc` within 1.5x nutpie. A wall-time ratio is shown only where the two variants ran "
+        "one after the other in the same invocation (`invocation` in the JSON); this machine is "
+        "shared, so walls from separate runs are not compared.",
         "",
         "| N | variant | draws | gradients / kept draw | vs nutpie | steps / tuning iteration "
         "| first 100 | steps / draw | wall (s) | wall vs nutpie | r̂ max (variable) "
@@ -111,7 +113,8 @@ def summary(runs: list[dict]) -> str:
         ref = nutpie.get(r["n"])
         cost = r["gradients_per_kept_draw"]
         ratio = f"{cost / ref['gradients_per_kept_draw']:.2f}" if ref else ""
-        wall = f"{r['wall_s'] / ref['wall_s']:.2f}" if ref else ""
+        same_run = ref and r.get("invocation") and r.get("invocation") == ref.get("invocation")
+        wall = f"{r['wall_s'] / ref['wall_s']:.2f}" if same_run else "--"
         worst = f" ({r['worst']})" if "worst" in r else ""  # runs before these two columns
         tail = f"{r['ess_tail_min']:.0f}" if "ess_tail_min" in r else "--"
         lines.append(
@@ -150,9 +153,10 @@ def main(argv=None) -> None:
     mesh = "icosphere-3" if args.quick or not BUNNY.exists() else "bunny"
     sizes, draws = ([100], 10) if args.quick else (args.sizes, args.draws)
     variants = ["pymc"] if args.quick else args.variants
+    invocation = time.strftime("%Y-%m-%dT%H:%M:%S")
     for n in sizes:
         for variant in variants:
-            run = {**measure(n, variant, draws, mesh), "draws": draws}
+            run = {**measure(n, variant, draws, mesh), "draws": draws, "invocation": invocation}
             runs = [r for r in runs if (r["n"], r["variant"]) != (run["n"], variant)] + [run]
             print(run, flush=True)
             args.out.mkdir(parents=True, exist_ok=True)
