@@ -8,6 +8,7 @@ import dataclasses
 import importlib
 import importlib.util
 import io
+import json
 import os
 import runpy
 import subprocess
@@ -158,6 +159,13 @@ def run_module(module: str, *args, subprocess_run: bool = False):
     with _as_main([module, *argv], ROOT) as out:
         importlib.import_module(module).main(argv)
     return subprocess.CompletedProcess([module, *argv], 0, out.getvalue(), "")
+
+
+def run_quick(script: str, out: Path, *args, subprocess_run: bool = False) -> dict:
+    """Run ``python -m benchmarks.<script> --quick --out out``; return its JSON result."""
+    run_module(f"benchmarks.{script}", "--quick", "--out", out, *args,
+               subprocess_run=subprocess_run)  # fmt: skip
+    return json.loads((out / f"{script}_quick.json").read_text())
 
 
 #: The PyTensor backends the fast paths are tested on.

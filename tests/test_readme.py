@@ -1,45 +1,20 @@
 """The README's first example runs as written, and a first run prints no warning that is not the
-library's own."""
+library's own. Each code runs in a fresh interpreter as on a new machine (ArviZ's stamp and
+numba's cache empty); PyTensor's C modules come from the suite's compile folder: compiling them
+anew costs a minute, and the notices a fresh compilation logs (PyTensor's BLAS ones) are hidden
+by the library, as a test below checks."""
 
-import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def readme_block(heading: str) -> str:
-    """The first ``python`` code block under the README's ``## heading``."""
-    section = README.read_text().split(f"\n## {heading}\n", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
-
-
-def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
-    """``code`` in a fresh interpreter as on a new machine: ArviZ has announced nothing today (a
-    new cache folder holds its once-a-day stamp) and numba compiles everything anew (an empty
-    cache folder), so every warning a new user would see is printed. PyTensor's C modules come
-    from the suite's compile folder: compiling them anew costs a minute, and the notices a fresh
-    compilation logs (PyTensor's BLAS ones) are hidden by the library, as the test below
-    checks."""
-    env = {
-        **os.environ,
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
-    }
-    env.pop("PYTHONWARNINGS", None)
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
+from benchmarks.readme_block import README, fresh_interpreter, readme_block
+from tests.support import run_quick
 
 
 def test_arviz_announces_its_refactor_to_a_fresh_cache(tmp_path):
     """The premise of the tests below: without pymc_sle imported first, the banner shows."""
-    out = _run("import arviz", tmp_path)
+    out = fresh_interpreter("import arviz", tmp_path)
     assert "ArviZ is undergoing a major refactor" in out.stderr
 
 
@@ -56,7 +31,7 @@ def test_importing_pymc_sle_first_hides_the_first_run_notices(tmp_path):
         "warnings.warn('PyTensor could not link to a GPU', UserWarning)\n"  # not ours to hide
         "warnings.warn('ArviZ is undergoing nothing', FutureWarning)\n"
     )
-    out = _run(code, tmp_path)
+    out = fresh_interpreter(code, tmp_path)
     assert out.returncode == 0, out.stderr
     assert "refactor" not in out.stderr and "BLAS" not in out.stderr
     assert "could not link to a GPU" in out.stderr and "undergoing nothing" in out.stderr
@@ -64,23 +39,24 @@ def test_importing_pymc_sle_first_hides_the_first_run_notices(tmp_path):
 
 
 def test_the_fit_and_predict_example_runs_as_written_and_prints_no_warning(tmp_path):
-    code = readme_block("Fit and predict")
-    assert len([line for line in code.splitlines() if line.strip()]) <= 15
-    checks = (
-        "import json, numpy as np\n"
-        "inside = (lower <= data.y_test) & (data.y_test <= upper)\n"
-        "rmse = float(np.sqrt(np.mean((mean - data.y_test) ** 2)))\n"
-        "print(json.dumps({'shapes': [mean.shape, lower.shape, upper.shape], "
-        "'coverage': float(inside.mean()), 'rmse': rmse, 'sd': float(data.y_test.std()), "
-        "'draws': int(draws.sizes['sample'])}))\n"
-    )
-    out = _run(code + checks, tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "warning" not in out.stderr.lower() and "warn(" not in out.stderr, out.stderr
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result["shapes"] == [[100], [100], [100]] and result["draws"] == 4000
-    assert 0.85 <= result["coverage"] <= 1.0  # 95 % intervals of a fitted model
-    assert result["rmse"] < 0.5 * result["sd"]  # the mean follows the function
+    """The block as written, timed statement by statement (``benchmarks/readme_block.py``'s
+    quick run): no warning printed, and a fitted model's predictions."""
+    lines = readme_block("Fit and predict").splitlines()
+    assert len([line for line in lines if line.strip()]) <= 15
+    (run,) = run_quick("readme_block", tmp_path)["runs"]
+    assert not run["warned"], run["stderr"]
+    quality = run["quality"]
+    assert quality["shapes"] == [[100], [100], [100]] and quality["draws"] == 4000
+    assert 0.85 <= quality["coverage"] <= 1.0  # 95 % intervals of a fitted model
+    assert quality["rmse"] < 0.5 * quality["sd"]  # the mean follows the function
+    # every statement is timed, the sampler's split into its chains' sampling and the rest
+    assert [label for label, _ in run["statements"]][:2] == ["import pymc_sle as sle",
+                                                            "import pymc as pm"]  # fmt: skip
+    assert all(seconds >= 0 for _, seconds in run["statements"]) and run["sampling_s"] > 0
+    sampler = next(s for label, s in run["statements"] if "sample_basins(" in label)
+    assert 0 < run["sampler_fixed_s"] < sampler < run["wall_s"]
+    text = (tmp_path / "readme_block_quick.md").read_text()
+    assert "| `idata = sle.sample_basins(priors, random_seed=1)` |" in text
 
 
 @pytest.mark.parametrize("heading", ["Fit and predict", "Your own distance matrix"])

@@ -10,14 +10,7 @@ import pytest
 
 from benchmarks.nuts_convergence import SAMPLED_AS
 from benchmarks.paper import results_csv, runner, summary
-from tests.support import run_module
-
-
-def run_quick(script: str, out: Path, *args: str, subprocess_run: bool = False) -> dict:
-    """Run ``python -m benchmarks.<script> --quick``; return its JSON result."""
-    run_module(f"benchmarks.{script}", "--quick", "--out", out, *args,
-               subprocess_run=subprocess_run)  # fmt: skip
-    return json.loads((out / f"{script}_quick.json").read_text())
+from tests.support import run_module, run_quick
 
 
 def test_distances_benchmark_quick(tmp_path, icosphere_obj):
