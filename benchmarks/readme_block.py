@@ -13,8 +13,9 @@ statement's time includes what it compiles). Runs:
 Each run also reports its interpreter's wall time from start to exit, and ``sample_basins``'
 fixed cost: its statement's time minus the chains' sampling time that PyMC records
 (``posterior.attrs["sampling_time"]``): the mode, the curvature, the compilation and the start
-of the chains. ``tests/test_readme.py`` runs the block through :func:`run_block` (the suite's
-compile folder, numba and ArviZ empty) and checks what it prints; ``--quick`` is that run.
+of the chains. ``--quick`` is one run in the caller's PyTensor compile folder (numba's cache and
+ArviZ's stamp empty): ``tests/test_readme.py`` runs it and checks what the block prints and
+predicts.
 
 Writes benchmarks/results/readme_block.{json,md}.
 
