@@ -122,11 +122,6 @@ def fresh_interpreter(code: str, folder: Path, compiledir: Path | None = None):
                           capture_output=True, text=True)  # fmt: skip
 
 
-def printed_warning(stderr: str) -> bool:
-    """Whether a process's standard error shows a warning (its text or a ``warn(`` line)."""
-    return "warning" in stderr.lower() or "warn(" in stderr
-
-
 def measure(name: str, folder: Path, compiledir: Path | None, cores: int | None) -> dict:
     """One timed run of the README block (see :func:`fresh_interpreter`)."""
     began = time.perf_counter()
@@ -135,12 +130,11 @@ def measure(name: str, folder: Path, compiledir: Path | None, cores: int | None)
     if process.returncode:
         raise RuntimeError(f"the README block failed ({name}):\n{process.stderr[-3000:]}")
     timings = json.loads(process.stdout.strip().splitlines()[-1])
-    statements = dict(timings["statements"])
-    sampler = next(s for s in statements if f"{SAMPLER}(" in s)
-    warned = printed_warning(process.stderr)
+    sampler = next(t for label, t in timings["statements"] if f"{SAMPLER}(" in label)
+    warned = "warning" in process.stderr.lower() or "warn(" in process.stderr
     return {"run": name, "wall_s": wall, "statements": timings["statements"],
             "sampling_s": timings["sampling_s"],
-            "sampler_fixed_s": statements[sampler] - timings["sampling_s"],
+            "sampler_fixed_s": sampler - timings["sampling_s"],
             "quality": timings["quality"], "warned": warned,
             "stderr": process.stderr[-3000:] if warned else ""}  # fmt: skip
 
