@@ -82,9 +82,15 @@ class _Timed(ast.NodeTransformer):
 
 #: What the block gives, read off its variables after the last statement: the shapes of the
 #: predictive mean and interval, the interval's coverage of the test points, the RMSE against
-#: the test values' standard deviation, the number of draws.
+#: the test values' standard deviation, the number of draws, and the sampler's diagnostics over
+#: the hyperparameters the README's ``az.summary`` line shows (largest r-hat, smallest bulk and
+#: tail ESS, divergences).
 QUALITY = (
     "{'shapes': [list(mean.shape), list(lower.shape), list(upper.shape)], "
+    "'r_hat_max': float(__summary['r_hat'].max()), "
+    "'ess_bulk_min': float(__summary['ess_bulk'].min()), "
+    "'ess_tail_min': float(__summary['ess_tail'].min()), "
+    "'divergences': int(idata.sample_stats['diverging'].sum()), "
     "'coverage': float(((lower <= data.y_test) & (data.y_test <= upper)).mean()), "
     "'rmse': float(((mean - data.y_test) ** 2).mean() ** 0.5), 'sd': float(data.y_test.std()), "
     "'draws': int(draws.sizes['sample'])}"
@@ -101,6 +107,7 @@ def timed(code: str, cores: int | None = None) -> str:
         + "\nimport json as __json\n"
         "__steps = [(b[0], b[1] - a[1]) for a, b in zip(__stamps, __stamps[1:])]\n"
         "__sampled = float(idata.posterior.attrs.get('sampling_time', 'nan'))\n"
+        "__summary = __import__('arviz').summary(idata, var_names=priors.var_names(model, idata))\n"
         f"__quality = {QUALITY}\n"
         "print(__json.dumps({'statements': __steps, 'sampling_s': __sampled, "
         "'quality': __quality}))\n"
@@ -167,6 +174,10 @@ def summary(runs: list[dict]) -> str:
         ("95 % intervals' coverage of the 100 test points",
          lambda r: f"{r['quality']['coverage']:.2f}"),
         ("RMSE / test values' sd", lambda r: f"{r['quality']['rmse'] / r['quality']['sd']:.2f}"),
+        ("largest r-hat, hyperparameters", lambda r: f"{r['quality']['r_hat_max']:.3f}"),
+        ("smallest bulk / tail ESS", lambda r: f"{r['quality']['ess_bulk_min']:.0f} / "
+         f"{r['quality']['ess_tail_min']:.0f}"),
+        ("divergences", lambda r: f"{r['quality']['divergences']}"),
         ("printed a warning", lambda r: "yes" if r["warned"] else "no"),
     ]  # fmt: skip
     for label, cell in rows:

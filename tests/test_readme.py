@@ -49,6 +49,9 @@ def test_the_fit_and_predict_example_runs_as_written_and_prints_no_warning(tmp_p
     assert quality["shapes"] == [[100], [100], [100]] and quality["draws"] == 4000
     assert 0.85 <= quality["coverage"] <= 1.0  # 95 % intervals of a fitted model
     assert quality["rmse"] < 0.5 * quality["sd"]  # the mean follows the function
+    # the chains agree and mix, as the README's az.summary line would show
+    assert quality["r_hat_max"] <= 1.01 and quality["divergences"] == 0
+    assert min(quality["ess_bulk_min"], quality["ess_tail_min"]) >= 400
     # every statement is timed, the sampler's split into its chains' sampling and the rest
     assert [label for label, _ in run["statements"]][:2] == ["import pymc_sle as sle",
                                                             "import pymc as pm"]  # fmt: skip
