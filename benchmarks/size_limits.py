@@ -18,8 +18,9 @@ The BLAS table times the log density + gradient in the C backend, each in a fres
 three rounds that alternate two settings (the linked one with a compile folder of its own): as
 pip installs PyTensor (``blas__ldflags=""``: PyTensor's own C code cannot call a BLAS and its dot
 products go through NumPy) and linked to a system OpenBLAS where one is installed (Debian:
-``libopenblas-dev``); for the SLE model in :class:`pymc_sle.gp.Marginal` and for PyMC's
-``pm.gp.Marginal`` with the same kernel. Every process keeps its default BLAS threads.
+``libopenblas-dev``); for the recipe's SLE model and for PyMC's own GP, ``pm.gp.Marginal`` of a
+Matérn 3/2 of the same distances (the dense Cholesky PyTensor builds itself). Every process keeps
+its default BLAS threads.
 
 Writes benchmarks/results/size_limits.{json,md}.
 
@@ -46,8 +47,12 @@ from benchmarks._timing import in_child
 HERE = Path(__file__).resolve().parent
 
 
-def _model(n: int, gp_class: str = "pymc_sle", start: str = "mode"):
-    import numpy as np
+#: The likelihoods the BLAS table compares: the recipe's SLE model, and PyMC's own GP.
+GPS = {"sle": "SLE, `pm.gp.Marginal`", "matern32": "Matérn 3/2 of the distance, PyMC's own"}
+
+
+def _model(n: int, start: str = "mode"):
+    """The README recipe at n training points: ``sle_priors``, then ``pm.gp.Marginal``."""
     import pymc as pm
 
     import pymc_sle as sle
@@ -59,8 +64,7 @@ def _model(n: int, gp_class: str = "pymc_sle", start: str = "mode"):
         began = time.perf_counter()
         priors = sle.sle_priors(D, train, y, landmarks=train, start=start)
         seconds = time.perf_counter() - began
-        marginal = sle.gp.Marginal if gp_class == "pymc_sle" else pm.gp.Marginal
-        gp = marginal(cov_func=priors.covariance())
+        gp = pm.gp.Marginal(cov_func=priors.covariance())
         gp.marginal_likelihood("y", X=train[:, None], y=y, sigma=priors["sigma"])
     return model, priors, seconds
 
@@ -81,17 +85,9 @@ def measure_size(n: int, iterations: int, reps: int) -> dict:
     grad_ms = _gradient_ms(model, reps)
     tuning = drawing = 0.0  # what sample_basins samples: one chain per basin, per phase
     for _, basin_model in sle.basin_models(priors, model=model):
-        idata = pm.sample(
-            draws=iterations,
-            tune=iterations,
-            chains=1,
-            cores=1,
-            random_seed=1,
-            model=basin_model,
-            progressbar=False,
-            compute_convergence_checks=False,
-            discard_tuned_samples=False,
-        )
+        idata = pm.sample(draws=iterations, tune=iterations, chains=1, cores=1, random_seed=1,
+                          model=basin_model, progressbar=False, compute_convergence_checks=False,
+                          discard_tuned_samples=False)  # fmt: skip
         tuning += float(idata.warmup_sample_stats["perf_counter_diff"].sum())
         drawing += float(idata.sample_stats["perf_counter_diff"].sum())
     draw_s = drawing / iterations
@@ -106,54 +102,50 @@ def measure_size(n: int, iterations: int, reps: int) -> dict:
     }
 
 
-def measure_blas(n: int, gp_class: str, reps: int) -> dict:
-    """In this process (its PYTENSOR_FLAGS set by the caller): log density + gradient."""
+def measure_blas(n: int, gp: str, reps: int) -> dict:
+    """In this process (its PYTENSOR_FLAGS set by the caller): log density + gradient of the
+    likelihood ``gp`` (a key of :data:`GPS`)."""
     import pytensor
+
+    from benchmarks.performance import build_model, problem
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the no-BLAS warning is what is being measured
-        model, _, _ = _model(n, gp_class, start="prior")  # the search is not timed here
+        # the search is not timed here
+        sle = gp == "sle"
+        model = _model(n, start="prior")[0] if sle else build_model("pymc_matern", *problem(n))
         ms = _gradient_ms(model, reps)
-    return {"n": n, "gp": gp_class, "ldflags": pytensor.config.blas__ldflags, "grad_ms": ms}
+    return {"n": n, "gp": gp, "ldflags": pytensor.config.blas__ldflags, "grad_ms": ms}
 
 
 def _child(function: str, *args, env: dict | None = None) -> dict:
     return in_child("benchmarks.size_limits", function, *args, env=env)
 
 
-def blas_rows(sizes, gp_classes, reps: int, rounds: int) -> list[dict]:
-    """Each (n, likelihood in ``gp_classes``, BLAS) in ``rounds`` fresh processes, the two BLAS
-    settings alternating; ``grad_ms`` is the median over the rounds of each process's median. The
-    linked setting compiles into a folder of its own (PyTensor's default folder holds what pip's
-    PyTensor compiled without a BLAS, and is reused for that setting)."""
-    library = ctypes.util.find_library("openblas")
+def blas_rows(sizes, gps, reps: int, rounds: int, linked_too: bool = True) -> list[dict]:
+    """Each (n, likelihood in ``gps``, BLAS) in ``rounds`` fresh processes, the two BLAS
+    settings alternating (the linked one only with ``linked_too`` and a system OpenBLAS);
+    ``grad_ms`` is the median over the rounds of each process's median. The linked setting
+    compiles into a folder of its own (PyTensor's default folder holds what pip's PyTensor
+    compiled without a BLAS, and is reused for that setting)."""
+    library = ctypes.util.find_library("openblas") if linked_too else None
     flags = {"none (pip)": ""} | ({"OpenBLAS": "-lopenblas"} if library else {})
     given = os.environ.get("PYTENSOR_FLAGS", "")
     times: dict[tuple, list] = {}
     with tempfile.TemporaryDirectory() as linked:
         for _ in range(rounds):
             for n in sizes:
-                for gp_class in gp_classes:
+                for gp in gps:
                     for label, ldflags in flags.items():
                         setting = f"blas__ldflags={ldflags}"
                         if ldflags:
                             setting += f",compiledir={linked}"
                         env = {"PYTENSOR_FLAGS": ",".join(filter(None, (given, setting)))}
-                        row = _child("measure_blas", n, gp_class, reps, env=env)
-                        times.setdefault((n, gp_class, label, row["ldflags"]), []).append(
-                            row["grad_ms"]
-                        )
-    return [
-        {
-            "n": n,
-            "gp": gp,
-            "blas": label,
-            "ldflags": ldflags,
-            "grad_ms": float(np.median(ms)),
-            "rounds_ms": ms,
-        }
-        for (n, gp, label, ldflags), ms in times.items()
-    ]
+                        row = _child("measure_blas", n, gp, reps, env=env)
+                        times.setdefault((n, gp, label, row["ldflags"]), []).append(row["grad_ms"])
+    return [{"n": n, "gp": gp, "blas": label, "ldflags": ldflags,
+             "grad_ms": float(np.median(ms)), "rounds_ms": ms}
+            for (n, gp, label, ldflags), ms in times.items()]  # fmt: skip
 
 
 def summary(result: dict) -> str:
@@ -162,7 +154,7 @@ def summary(result: dict) -> str:
         "",
         f"Machine: {result['machine']}. One run; each n in a fresh process with its default "
         "BLAS threads. The README recipe (`sle_priors`, `priors.covariance()` in "
-        "`sle.gp.Marginal`, `sample_basins`) on n points uniform in the unit square, every one "
+        "`pm.gp.Marginal`, `sample_basins`) on n points uniform in the unit square, every one "
         "a training point and a landmark. The NUTS column extrapolates one chain per basin of "
         "150 tuning iterations and 150 draws (PyMC's per-iteration timings, compilation "
         "excluded) to 4 chains x (1000 + 1000) on 2 cores.",
@@ -187,9 +179,9 @@ def summary(result: dict) -> str:
     by_key = {(r["n"], r["gp"], r["blas"]): r["grad_ms"] for r in result["blas"]}
     for n, gp in dict.fromkeys((r["n"], r["gp"]) for r in result["blas"]):
         plain, linked = by_key[(n, gp, "none (pip)")], by_key.get((n, gp, "OpenBLAS"))
-        name = "`sle.gp.Marginal`" if gp == "pymc_sle" else "`pm.gp.Marginal`"
+        name = GPS[gp]
         if linked is None:
-            lines.append(f"| {n} | {name} | {plain:.2f} | no system OpenBLAS | |")
+            lines.append(f"| {n} | {name} | {plain:.2f} | not measured | |")
         else:
             lines.append(f"| {n} | {name} | {plain:.2f} | {linked:.2f} | {plain / linked:.2f} |")
     return "\n".join(lines) + "\n"
@@ -203,14 +195,20 @@ def main(argv=None) -> None:
     sizes, blas_sizes, iterations, reps, rounds = (
         ((30,), (40,), 5, 2, 1) if args.quick else ((100, 200, 400, 800), (400, 800), 150, 20, 3)
     )
-    gp_classes = ("pymc_sle",) if args.quick else ("pymc_sle", "pymc")  # a process each
     result = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "sizes": [],
-        "blas": blas_rows(blas_sizes, gp_classes, reps, rounds),
+        # a process per row; --quick builds each likelihood, and skips the compilation a linked
+        # BLAS needs into an empty folder
+        "blas": blas_rows(blas_sizes, tuple(GPS), reps, rounds, linked_too=not args.quick),
     }
-    for n in sizes:
-        result["sizes"].append(_child("measure_size", n, iterations, reps))
+    for n in sizes:  # --quick: in this process (its peak memory means nothing there)
+        row = (
+            measure_size(n, iterations, reps)
+            if args.quick
+            else _child("measure_size", n, iterations, reps)
+        )
+        result["sizes"].append(row)
         print(result["sizes"][-1], flush=True)
     write_results(args.out, "size_limits", args.quick, result, summary(result))
 

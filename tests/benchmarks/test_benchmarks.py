@@ -34,16 +34,19 @@ def test_size_limits_benchmark_quick(tmp_path):
     (row,) = result["sizes"]
     assert row["n"] == 30 and row["priors_s"] > 0 and row["grad_ms"] > 0 and row["peak_mib"] > 0
     assert 0 < 60 * row["nuts_min"] and row["draw_s"] > 0
-    assert {(r["n"], r["gp"]) for r in result["blas"]} == {(40, "pymc_sle")}
+    assert {(r["n"], r["gp"]) for r in result["blas"]} == {(40, "sle"), (40, "matern32")}
     assert all(r["ldflags"] == "" for r in result["blas"] if r["blas"] == "none (pip)")
     text = (tmp_path / "size_limits_quick.md").read_text()
     assert text.startswith("# What the recipe costs") and "| 30 |" in text
 
 
 def test_performance_benchmark_quick(tmp_path):
-    rows = run_quick("performance", tmp_path)["rows"]
+    result = run_quick("performance", tmp_path)
+    rows = result["rows"]
     assert {row["backend"] for row in rows} == {"C"}
     assert all(row["floor"] > 0 and row["sle_sparse_0.05"] > 0 for row in rows)
+    (memory,) = result["meta"]["memory_mib"].values()  # measured in two fresh processes
+    assert np.isfinite(memory["resident"]) and memory["transient"] >= 0
     assert (tmp_path / "performance_quick.md").read_text().startswith("# Log-likelihood")
 
 
