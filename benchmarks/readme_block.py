@@ -13,8 +13,8 @@ statement's time includes what it compiles). Runs:
 Each run also reports its interpreter's wall time from start to exit, and ``sample_basins``'
 fixed cost: its statement's time minus the chains' sampling time that PyMC records
 (``posterior.attrs["sampling_time"]``): the mode, the curvature, the compilation and the start
-of the chains. ``--quick`` is one run in the caller's PyTensor compile folder (numba's cache and
-ArviZ's stamp empty): ``tests/test_readme.py`` runs it and checks what the block prints and
+of the chains. ``--quick`` is one run with the caller's PyTensor compile folder and numba cache
+(ArviZ's stamp empty): ``tests/test_readme.py`` runs it and checks what the block prints and
 predicts.
 
 Writes benchmarks/results/readme_block.{json,md}.
@@ -114,25 +114,25 @@ def timed(code: str, cores: int | None = None) -> str:
     )
 
 
-def fresh_interpreter(code: str, folder: Path, compiledir: Path | None = None):
-    """Run ``code`` in a fresh interpreter in ``folder`` as on a new machine: ArviZ has
-    announced nothing today (a cache folder in ``folder`` holds its once-a-day stamp) and
-    numba's cache folder is ``folder``'s. PyTensor compiles into ``compiledir`` (the caller's
-    when ``None``). Returns the completed process."""
-    env = {**os.environ, "XDG_CACHE_HOME": str(folder / "cache"),
-           "NUMBA_CACHE_DIR": str(folder / "numba")}  # fmt: skip
+def fresh_interpreter(code: str, folder: Path, caches: Path | None = None):
+    """Run ``code`` in a fresh interpreter in ``folder``, ArviZ having announced nothing today
+    (a cache folder in ``folder`` holds its once-a-day stamp). PyTensor compiles, and numba
+    caches, into ``caches`` (the caller's folders when ``None``; an empty folder is a new
+    machine). Returns the completed process."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(folder / "cache")}
     env.pop("PYTHONWARNINGS", None)
-    if compiledir is not None:
+    if caches is not None:
+        env["NUMBA_CACHE_DIR"] = str(caches / "numba")
         flags = env.get("PYTENSOR_FLAGS", "")
-        env["PYTENSOR_FLAGS"] = ",".join(filter(None, (flags, f"base_compiledir={compiledir}")))
+        env["PYTENSOR_FLAGS"] = ",".join(filter(None, (flags, f"base_compiledir={caches}")))
     return subprocess.run([sys.executable, "-c", code], cwd=folder, env=env,
                           capture_output=True, text=True)  # fmt: skip
 
 
-def measure(name: str, folder: Path, compiledir: Path | None, cores: int | None) -> dict:
+def measure(name: str, folder: Path, caches: Path | None, cores: int | None) -> dict:
     """One timed run of the README block (see :func:`fresh_interpreter`)."""
     began = time.perf_counter()
-    process = fresh_interpreter(timed(readme_block("Fit and predict"), cores), folder, compiledir)
+    process = fresh_interpreter(timed(readme_block("Fit and predict"), cores), folder, caches)
     wall = time.perf_counter() - began
     if process.returncode:
         raise RuntimeError(f"the README block failed ({name}):\n{process.stderr[-3000:]}")
@@ -188,18 +188,18 @@ def summary(runs: list[dict]) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="one run: the caller's PyTensor compile folder, numba and ArviZ "
+                        help="one run: the caller's PyTensor and numba caches, ArviZ's stamp "
                         "empty (what tests/test_readme.py runs)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        folder, compiledir = Path(tmp), Path(tmp) / "pytensor"
+        folder, caches = Path(tmp), Path(tmp) / "caches"
         if args.quick:
-            runs = [measure("first, suite's compile folder", folder, None, None)]
+            runs = [measure("first, the caller's caches", folder, None, None)]
         else:
-            runs = [measure("first", folder, compiledir, None),
-                    measure("after", folder, compiledir, None),
-                    measure("after, cores=1", folder, compiledir, 1)]  # fmt: skip
+            runs = [measure("first", folder, caches, None),
+                    measure("after", folder, caches, None),
+                    measure("after, cores=1", folder, caches, 1)]  # fmt: skip
     write_results(args.out, "readme_block", args.quick, {"runs": runs}, summary(runs))
 
 

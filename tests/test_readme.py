@@ -1,8 +1,9 @@
 """The README's first example runs as written, and a first run prints no warning that is not the
 library's own. The code of the first three tests runs in a fresh interpreter as on a new machine
-(ArviZ's stamp and numba's cache empty); PyTensor's C modules come from the suite's compile
-folder: compiling them anew costs a minute, and the notices a fresh compilation logs (PyTensor's
-BLAS ones) are hidden by the library, as a test below checks."""
+(ArviZ's once-a-day stamp empty); PyTensor's C modules and numba's compiled functions come from
+the suite's caches: compiling them anew costs a minute (benchmarks/results/readme_block.md), and
+the notices a fresh compilation logs (PyTensor's BLAS ones) are hidden by the library, as a test
+below checks."""
 
 import re
 

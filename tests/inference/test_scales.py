@@ -2,6 +2,7 @@
 it reaches zero, and the ridges (the sampled model has the plain priors' density)."""
 
 import dataclasses
+import functools
 import warnings
 
 import arviz as az
@@ -21,8 +22,8 @@ from pymc_sle.inference._search import (
 )
 from pymc_sle.inference._transforms import CenteredLog, OnRidge, QuantileLog, Ridge
 from tests.support import (
-    MODES,
     NOISE_AT_ZERO,
+    backend_cases,
     searched_priors,
     sine_on_a_line,
     synthetic_grid,
@@ -158,18 +159,21 @@ def test_noise_that_reaches_zero_is_sampled_on_its_quantile_scale_from_finer_cel
 ON_RIDGES = {False: ("ls",), True: ("ls", "eta", "sigma")}
 
 
-@pytest.fixture(
-    scope="module",
-    params=[(True, False, False), (False, False, False), (False, True, False),
-            (True, False, True), (False, True, True)],
-    ids=["default", "plain_scales", "across_dips", "noise_at_zero", "noise_at_zero_across_dips"],
-)  # fmt: skip
-def models(request):
+#: The models' configurations: (scale_ridges, across_dips, noise_at_zero).
+CONFIGURATIONS = {"default": (True, False, False), "plain_scales": (False, False, False),
+                  "across_dips": (False, True, False), "noise_at_zero": (True, False, True),
+                  "noise_at_zero_across_dips": (False, True, True)}  # fmt: skip
+#: The configurations checked on NUMBA too, which compiles each graph anew: between them they
+#: hold every transform, with what it wraps (tested).
+ON_NUMBA = ("plain_scales", "noise_at_zero", "noise_at_zero_across_dips")
+
+
+@functools.cache
+def _models(scale_ridges, across_dips, noise_at_zero):
     """The sampled model, the plain one (``start="prior"``), the priors, the bounds and what is
     on ridges; ``across_dips``: a grid with two basins behind a deep dip, where the radius is on
     a centred log scale and ``ls`` still on its ridge (``scale_ridges`` does not apply there);
     ``noise_at_zero``: the noise on its quantile scale (relative to its ridge where it has one)."""
-    scale_ridges, across_dips, noise_at_zero = request.param
     D, y = sine_on_a_line()
     rows = np.arange(y.size)
     policy = dataclasses.replace(DEFAULT_POLICY, noise_at_zero=0.0 if noise_at_zero else 2.0)
@@ -181,6 +185,12 @@ def models(request):
     with pm.Model() as prior:
         sle_priors(D, rows, y, start="prior")
     return mode, prior, priors, suggest_bounds(D, rows, y), ON_RIDGES[scale_ridges]
+
+
+@pytest.fixture(scope="module", params=list(CONFIGURATIONS.values()), ids=list(CONFIGURATIONS))
+def models(request):
+    """:func:`_models` of each configuration."""
+    return _models(*request.param)
 
 
 def test_variables_on_ridges_keep_their_names_and_priors(models):
@@ -300,9 +310,18 @@ def test_chains_start_at_the_grid_mode(models):
         assert transform.base.forward(radius).eval() == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != "FAST_RUN"])
+@pytest.mark.parametrize(
+    ("models", "mode"),
+    [pytest.param(CONFIGURATIONS[name], mode, id=f"{name}-{mode}")
+     for (mode, name) in backend_cases([(name,) for name in CONFIGURATIONS],
+                                       numba=[(name,) for name in ON_NUMBA])
+     if mode != "FAST_RUN"],
+    indirect=["models"],
+)  # fmt: skip
 def test_sampled_model_has_the_same_log_density_on_every_backend(models, mode):
-    """What NUTS runs on: nutpie's NUMBA and numpyro's JAX give PyMC's C backend's values."""
+    """What NUTS runs on: nutpie's NUMBA and numpyro's JAX give PyMC's C backend's values. On
+    NUMBA (a compilation of its own per graph), the configurations that hold every transform
+    between them (:data:`ON_NUMBA`)."""
     model = models[0]
     point = {k: v + 0.3 for k, v in model.initial_point().items()}
     outputs = [model.logp(), model.dlogp()]
@@ -310,3 +329,20 @@ def test_sampled_model_has_the_same_log_density_on_every_backend(models, mode):
     ours = model.compile_fn(outputs, mode=mode)(point)
     assert ours[0] == pytest.approx(reference[0], rel=1e-10)
     np.testing.assert_allclose(ours[1], reference[1], rtol=1e-8)
+
+
+def _transforms(model) -> set[str]:
+    """The model's transforms, each with what it wraps: ``"OnRidge(QuantileLog)"``."""
+
+    def kind(transform) -> str:
+        wrapped = [getattr(transform, a) for a in ("inner", "base") if hasattr(transform, a)]
+        inside = ", ".join(kind(t) for t in wrapped)
+        return type(transform).__name__ + (f"({inside})" if inside else "")
+
+    return {kind(model.rvs_to_transforms[rv]) for rv in model.free_RVs}
+
+
+def test_the_numba_configurations_hold_every_transform():
+    every = {name: _transforms(_models(*CONFIGURATIONS[name])[0]) for name in CONFIGURATIONS}
+    held = set().union(*(every[name] for name in ON_NUMBA))
+    assert set().union(*every.values()) == held, {n: t - held for n, t in every.items()}
