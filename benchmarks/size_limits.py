@@ -111,9 +111,10 @@ def measure_blas(n: int, gp: str, reps: int) -> dict:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the no-BLAS warning is what is being measured
-        # the search is not timed here
-        sle = gp == "sle"
-        model = _model(n, start="prior")[0] if sle else build_model("pymc_matern", *problem(n))
+        if gp == "sle":
+            model = _model(n, start="prior")[0]  # the search is not timed here
+        else:
+            model = build_model("pymc_matern", *problem(n))
         ms = _gradient_ms(model, reps)
     return {"n": n, "gp": gp, "ldflags": pytensor.config.blas__ldflags, "grad_ms": ms}
 
