@@ -293,8 +293,9 @@ def _covering_pass(problem: SearchProblem, policy: SearchPolicy) -> tuple[GridPo
             if name == "radius" and problem.cutoff is not None:
                 room = np.log(problem.cutoff / axis[-1]) / step
                 high = min(high, int(np.floor(room + 1e-9)))
-            log_axis = np.log(axis[0]) + step * np.arange(-low, axis.size + high)
-            axes[name] = axis if low == high == 0 else np.exp(log_axis)
+            below = axis[0] * np.exp(-step * np.arange(low, 0, -1))
+            above = axis[-1] * np.exp(step * np.arange(1, high + 1))
+            axes[name] = np.concatenate([below, axis, above])  # its cells' spectra are kept
             if low or high:
                 widened = True
                 if name in ("eta", "sigma"):

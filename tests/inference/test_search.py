@@ -316,9 +316,20 @@ def test_the_coarse_pass_is_widened_until_its_end_cells_hold_no_mass():
         # the same cells, more of them at the same spacing in the log
         np.testing.assert_allclose(np.diff(np.log(axis)), np.log(before[1] / before[0]))
         start = int(np.argmin(np.abs(axis - before[0])))
-        np.testing.assert_allclose(axis[start : start + before.size], before, rtol=1e-12)
+        np.testing.assert_array_equal(axis[start : start + before.size], before)  # bit for bit
     assert set(scales) == {"eta", "sigma"}  # the later passes take the widened scale axes
     np.testing.assert_array_equal(scales["sigma"], grid.sigma)
+
+
+def test_a_widened_pass_decomposes_only_its_new_cells():
+    """The cells the coarse pass already had keep their values bit for bit, so their spectra are
+    looked up, not computed again."""
+    problem = _toy_problem()
+    plain = problem.grid(**DEFAULT_POLICY.start_grid)
+    cells = set(problem.spectra)
+    grid, _ = _covering_pass(dataclasses.replace(problem, spectra={}), DEFAULT_POLICY)
+    kept = {(float(r), float(ls)) for r in grid.radius for ls in grid.ls}
+    assert cells <= kept and len(cells) == plain.radius.size * plain.ls.size
 
 
 def test_the_radius_is_widened_up_to_the_cutoff_only():
