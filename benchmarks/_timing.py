@@ -51,6 +51,11 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def with_pytensor_flags(setting: str) -> str:
+    """This process's ``PYTENSOR_FLAGS`` with ``setting`` appended (later flags win)."""
+    return ",".join(filter(None, (os.environ.get("PYTENSOR_FLAGS", ""), setting)))
+
+
 def in_child(module: str, function: str, *args, env: dict | None = None) -> dict:
     """``module.function(*args)`` (a dict) in a fresh Python process: its peak memory, its
     environment (``env`` added to this one's) and its BLAS are its own."""

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from benchmarks._paths import RESULTS, ROOT, write_results
+from benchmarks._timing import with_pytensor_flags
 
 README = ROOT / "README.md"
 SAMPLER = "sample_basins"
@@ -123,8 +124,7 @@ def fresh_interpreter(code: str, folder: Path, caches: Path | None = None):
     env.pop("PYTHONWARNINGS", None)
     if caches is not None:
         env["NUMBA_CACHE_DIR"] = str(caches / "numba")
-        flags = env.get("PYTENSOR_FLAGS", "")
-        env["PYTENSOR_FLAGS"] = ",".join(filter(None, (flags, f"base_compiledir={caches}")))
+        env["PYTENSOR_FLAGS"] = with_pytensor_flags(f"base_compiledir={caches}")
     return subprocess.run([sys.executable, "-c", code], cwd=folder, env=env,
                           capture_output=True, text=True)  # fmt: skip
 

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._paths import write_results
-from benchmarks._timing import in_child
+from benchmarks._timing import in_child, with_pytensor_flags
 
 HERE = Path(__file__).resolve().parent
 
@@ -131,17 +131,15 @@ def blas_rows(sizes, gps, reps: int, rounds: int, linked_too: bool = True) -> li
     compiled without a BLAS, and is reused for that setting)."""
     library = ctypes.util.find_library("openblas") if linked_too else None
     flags = {"none (pip)": ""} | ({"OpenBLAS": "-lopenblas"} if library else {})
-    given = os.environ.get("PYTENSOR_FLAGS", "")
     times: dict[tuple, list] = {}
     with tempfile.TemporaryDirectory() as linked:
         for _ in range(rounds):
             for n in sizes:
                 for gp in gps:
                     for label, ldflags in flags.items():
-                        setting = f"blas__ldflags={ldflags}"
-                        if ldflags:
-                            setting += f",compiledir={linked}"
-                        env = {"PYTENSOR_FLAGS": ",".join(filter(None, (given, setting)))}
+                        linked_dir = f",compiledir={linked}" if ldflags else ""
+                        setting = f"blas__ldflags={ldflags}{linked_dir}"
+                        env = {"PYTENSOR_FLAGS": with_pytensor_flags(setting)}
                         row = _child("measure_blas", n, gp, reps, env=env)
                         times.setdefault((n, gp, label, row["ldflags"]), []).append(row["grad_ms"])
     return [{"n": n, "gp": gp, "blas": label, "ldflags": ldflags,
