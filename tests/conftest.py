@@ -19,13 +19,6 @@ def pytest_configure(config):
             import arviz  # noqa: F401
 
 
-def pytest_collection_modifyitems(items):
-    """Run the ``long_running`` tests first. pytest-xdist's ``worksteal`` hands each worker a
-    contiguous half of this order and lets an idle worker take the tail of the other's queue,
-    so a long test late in the order leaves one worker idle while it runs."""
-    items.sort(key=lambda item: item.get_closest_marker("long_running") is None)  # stable
-
-
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

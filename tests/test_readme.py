@@ -39,7 +39,6 @@ def test_importing_pymc_sle_first_hides_the_first_run_notices(tmp_path):
     assert "another notice" in out.stderr
 
 
-@pytest.mark.long_running
 def test_the_fit_and_predict_example_runs_as_written_and_prints_no_warning(tmp_path):
     """The block as written, timed statement by statement (``benchmarks/readme_block.py``'s
     quick run): no warning printed, and a fitted model's predictions."""
