@@ -21,7 +21,7 @@ CASES = {
 }
 
 
-def _verification_model(kind: str, D, y, n_train: int, laplace: bool):
+def verification_model(kind: str, D, y, n_train: int, laplace: bool):
     """The same priors and covariance, with the latent values integrated out by Laplace
     (``laplace``) or sampled by NUTS (``pm.gp.Latent``)."""
     import pymc as pm
@@ -71,7 +71,7 @@ def measure_verify(
            "sampler": sampler}  # fmt: skip
     fits = {}
     for method in ("laplace", "latent"):
-        model, gp = _verification_model(kind, D, labels[train], train.size, method == "laplace")
+        model, gp = verification_model(kind, D, labels[train], train.size, method == "laplace")
         began = time.perf_counter()
         with model:
             idata = pm.sample(draws=draws, tune=draws, nuts_sampler=sampler, **SAMPLING)

@@ -43,7 +43,11 @@ import numpy as np
 
 from benchmarks._laplace_data import labelled_mesh
 from benchmarks._laplace_report import summary
-from benchmarks._laplace_verify import CASES, measure_verify  # noqa: F401 (run by name)
+from benchmarks._laplace_verify import (  # noqa: F401 (measure_verify: run by name)
+    CASES,
+    measure_verify,
+    verification_model,
+)
 from benchmarks._paths import RESULTS
 from benchmarks._timing import in_child, paired_ms, peak_mib
 
@@ -107,7 +111,7 @@ def measure_size(mesh_name: str, n: int, reps: int) -> dict:
         gaussian.marginal_likelihood("y", X=np.arange(n)[:, None], y=latent[train], sigma=sigma)
         gaussian_fn = compile_value_and_grad(pm.modelcontext(None), "FAST_RUN")
     warm_ms, gaussian_ms, ratio = paired_ms(step, gaussian_fn, reps)
-    cold_steps, warm_steps = _newton_steps(model, start, names)
+    cold_steps, warm_steps = _newton_steps(model, start)
     return {
         "mesh": mesh_name,
         "n": n,
@@ -123,7 +127,7 @@ def measure_size(mesh_name: str, n: int, reps: int) -> dict:
     }
 
 
-def _newton_steps(model, start, names) -> tuple[int, float]:
+def _newton_steps(model, start) -> tuple[int, float]:
     """Newton steps from zero at the start, and from the previous mode after small steps."""
     from pytensor.graph.traversal import ancestors
 
@@ -146,13 +150,9 @@ def _newton_steps(model, start, names) -> tuple[int, float]:
 
     cold = steps(start, None)
     rng = np.random.default_rng(2)
-    warm = [
-        steps(
-            {k: start[k] + 0.02 * rng.standard_normal(np.shape(start[k])) for k in names},
-            "benchmark",
-        )
-        for _ in range(5)
-    ]
+    moved = ({k: v + 0.02 * rng.standard_normal(np.shape(v)) for k, v in start.items()}
+             for _ in range(5))  # fmt: skip
+    warm = [steps(point, "benchmark") for point in moved]
     return cold, float(np.mean(warm[1:]))
 
 
@@ -220,7 +220,6 @@ def measure_nuts(mesh_name: str, n_train: int, n_test: int, draws: int, chains: 
     """In this process: NUTS over the hyperparameters (``sle.sample_basins``, PyMC's NUTS), its
     held-out scores, and the cost of one gradient of the ``pm.gp.Latent`` model at the same n."""
     import arviz as az
-    import pymc as pm
 
     import pymc_sle as sle
     from benchmarks.performance import compile_value_and_grad, median_ms
@@ -238,16 +237,7 @@ def measure_nuts(mesh_name: str, n_train: int, n_test: int, draws: int, chains: 
     table = az.summary(idata, var_names=priors.var_names(model, idata))
     laplace_fn = compile_value_and_grad(model, "FAST_RUN")
     laplace_ms = median_ms(laplace_fn, 5)
-    dense = D.to_dense(fill=D.cutoff)
-    with pm.Model() as latent_model:
-        radius = pm.Uniform("radius", D.cutoff / 4, D.cutoff)
-        ls = pm.LogNormal("ls", np.log(2.0), 1.0)
-        eta = pm.HalfNormal("eta", 3.0)
-        latent_gp = pm.gp.Latent(
-            cov_func=eta**2 * sle.SLE(dense[: train.size], radius=radius, ls=ls)
-        )
-        f = latent_gp.prior("f", X=np.arange(train.size)[:, None])
-        pm.Bernoulli("y", logit_p=f, observed=labels[train])
+    latent_model, _ = verification_model("bernoulli", D, labels[train], train.size, laplace=False)
     latent_ms = median_ms(compile_value_and_grad(latent_model, "FAST_RUN"), 3)
     steps = float(idata.sample_stats["n_steps"].mean())
     return {
