@@ -392,4 +392,6 @@ def test_nuts_cost_benchmark_quick(tmp_path):
     run = run_quick("nuts_cost", tmp_path)["runs"][0]
     assert run["variant"] == "pymc" and run["gradients_per_kept_draw"] >= run["steps_per_draw"]
     assert run["ess_tail_min"] > 0 and run["worst"] in {"radius", "ls", "eta", "sigma"}
-    assert (tmp_path / "nuts_cost_quick.md").read_text().startswith("# NUTS per kept draw")
+    assert isinstance(run["priors_warnings"], list)
+    page = (tmp_path / "nuts_cost_quick.md").read_text()
+    assert page.startswith("# NUTS per kept draw") and "- N = 100: the full PyMC NUTS run" in page
