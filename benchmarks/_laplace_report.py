@@ -91,7 +91,7 @@ def summary(result: dict) -> str:
         lines += [
             "## Against the exact posterior (NUTS on the latent values)",
             "",
-            "| case | n | held out | draws, sampler, target acceptance "
+            "| case | n | held out | draws, sampler, target acceptance, Latent's values "
             "| mean abs. difference of predictive means "
             "| worst quantile difference (exact sds) | its Monte Carlo error (sds) "
             "| Laplace (s) | Latent (s) | divergences, Laplace / Latent "
@@ -103,7 +103,8 @@ def summary(result: dict) -> str:
             error = r.get("quantile_mcse_sd", {}).get(worst[0])
             lines.append(
                 f"| {r['case']} | {r['n_train']} | {r['n_test']} | 4 x ({r['draws']} + "
-                f"{r['draws']}), {r['sampler']}, {r['target_accept']} | {_predictive(r)} "
+                f"{r['draws']}), {r['sampler']}, {r['target_accept']}, {r['latent_values']} "
+                f"| {_predictive(r)} "
                 f"| {worst[1]:.2f} ({worst[0]}) "
                 f"| {'--' if error is None else f'{error:.2f}'} | {r['laplace_s']:.0f} "
                 f"| {r['latent_s']:.0f} | {r['laplace_divergences']} / {r['latent_divergences']} "

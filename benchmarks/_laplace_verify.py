@@ -15,8 +15,8 @@ QUANTILES = (0.05, 0.5, 0.95)  # the hyperparameters' quantiles compared
 SAMPLING = {"chains": 4, "cores": 2, "random_seed": 1, "progressbar": False}
 
 #: The verification cases: (likelihood, sharpness of the latent field, NUTS's target acceptance
-#: for both methods). The counts pin the Poisson case's latent values, so its exact run takes
-#: smaller steps (at 0.9 it diverged: benchmarks/results/CHANGELOG.md).
+#: for both methods). The counts pin the Poisson case's latent values: its exact run samples
+#: them centred, and with smaller steps (non-centred, it diverged: results/CHANGELOG.md).
 CASES = {
     "bernoulli": ("bernoulli", 3.0, 0.9),
     "poisson": ("poisson", 1.0, 0.95),
@@ -26,7 +26,8 @@ CASES = {
 
 def verification_model(kind: str, D, y, n_train: int, laplace: bool):
     """The same priors and covariance, with the latent values integrated out by Laplace
-    (``laplace``) or sampled by NUTS (``pm.gp.Latent``)."""
+    (``laplace``) or sampled by NUTS (``pm.gp.Latent``; counts' latent values centred, labels'
+    rotated by the prior's Cholesky factor)."""
     import pymc as pm
 
     import pymc_sle as sle
@@ -45,7 +46,7 @@ def verification_model(kind: str, D, y, n_train: int, laplace: bool):
             gp.marginal_likelihood("y", X=X, y=y, likelihood=likelihood)
         else:
             gp = pm.gp.Latent(mean_func=mean, cov_func=cov)
-            f = gp.prior("f", X=X)
+            f = gp.prior("f", X=X, reparameterize=kind != "poisson")
             if kind == "poisson":
                 pm.Poisson("y", mu=pm.math.exp(f), observed=y)
             else:
@@ -71,7 +72,8 @@ def measure_verify(
     names = ["radius", "ls", "eta"] + (["offset"] if kind == "poisson" else [])
     Xnew = train.size + np.arange(test.size)[:, None]
     out = {"case": case, "n_train": int(train.size), "n_test": int(test.size), "draws": draws,
-           "sampler": sampler, "target_accept": target_accept}  # fmt: skip
+           "sampler": sampler, "target_accept": target_accept,
+           "latent_values": "centred" if kind == "poisson" else "non-centred"}  # fmt: skip
     fits = {}
     for method in ("laplace", "latent"):
         model, gp = verification_model(kind, D, labels[train], train.size, method == "laplace")

@@ -381,7 +381,8 @@ def test_laplace_benchmark_quick(tmp_path):
     assert result["nuts"]["laplace_gradient_ms"] > 0 and result["nuts"]["latent_gradient_ms"] > 0
     assert [row["case"] for row in result["verify"]] == ["poisson"]
     row = result["verify"][0]
-    assert row["target_accept"] == 0.95 and 0 < row["relative_difference"] < 1
+    assert row["target_accept"] == 0.95 and row["latent_values"] == "centred"
+    assert 0 < row["relative_difference"] < 1
     assert row["relative_difference"] != row["probability_difference"]  # rates are not near 1
     for method in ("laplace", "latent"):  # both runs' mixing is recorded
         assert 0.9 < row[f"{method}_r_hat_max"] < 2 and row[f"{method}_ess_tail_min"] > 0
@@ -395,3 +396,9 @@ def test_nuts_cost_benchmark_quick(tmp_path):
     assert isinstance(run["priors_warnings"], list)
     page = (tmp_path / "nuts_cost_quick.md").read_text()
     assert page.startswith("# NUTS per kept draw") and "- N = 100: the full PyMC NUTS run" in page
+    # in halves: chains 0-1 wait for chains 2-3, and together they are the one-call run's chains
+    assert run_quick("nuts_cost", tmp_path, "--half", "1")["runs"] == [run]  # nothing written
+    joined = run_quick("nuts_cost", tmp_path, "--half", "2")["runs"][0]
+    same = ("gradients_per_kept_draw", "first_100_steps_per_iteration", "r_hat_max", "ess_tail_min")
+    assert {k: joined[k] for k in same} == {k: run[k] for k in same}
+    assert not (tmp_path / "nuts_cost_quick_halves").exists()  # the halves' draws are removed
