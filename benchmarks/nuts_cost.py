@@ -9,9 +9,14 @@ matrix started from the curvature at the mode (``pymc_nuts``), nutpie with its l
 started from the identity) and its default ``jitter+adapt_diag`` (a diagonal matrix). Leapfrog
 steps are gradient evaluations: the cost per kept draw counts the tuning's too. Writes
 ``benchmarks/results/nuts_cost.{json,md}``; each run is kept under its size and variant, so
-sizes and variants can be run separately.
+sizes and variants can be run separately. A run longer than a sitting goes in two halves,
+``--half 1`` then ``--half 2``: each samples two of the four chains on the 2 cores with those
+chains' own seeds and starts, so together they are the one-call run's chains; each half's draws
+wait in ``results/nuts_cost_halves/`` for the other half, and the row's wall time is the two
+halves' sum (which counts ``pymc_nuts``' climb to the mode twice).
 
     python -m benchmarks.nuts_cost [--quick] [--sizes 500 5000] [--variants pymc nutpie]
+                                   [--half 1|2]
 """
 
 from __future__ import annotations
@@ -28,10 +33,20 @@ from benchmarks._paths import RESULTS
 
 VARIANTS = ("pymc", "pymc-adapt-full", "nutpie", "pymc-diagonal")
 TARGET = 1.5  # PyMC's gradients per kept draw within 1.5x nutpie's (issue 72)
+CHAINS = 4
 
 
-def measure(n: int, variant: str, draws: int, mesh_name: str) -> dict:
-    """One run: the heaviest basin's model sampled with ``variant``'s settings."""
+def measure(
+    n: int,
+    variant: str,
+    draws: int,
+    mesh_name: str,
+    half: int | None = None,
+    halves: Path | None = None,
+) -> dict | None:
+    """One run: the heaviest basin's model sampled with ``variant``'s settings; with ``half``,
+    that half's chains, saved in the folder ``halves``, and the row once both are there (None
+    before)."""
     import arviz as az
     import pymc as pm
     from threadpoolctl import threadpool_limits
@@ -53,9 +68,12 @@ def measure(n: int, variant: str, draws: int, mesh_name: str) -> dict:
     confined = sle.basin_models(priors, model=model)
     basin, basin_model = max(confined, key=lambda pair: pair[0].mass if pair[0] else 1.0)
     accept = {"target_accept": ONE_BASIN_TARGET_ACCEPT}
+    chains = range(CHAINS) if half is None else range(2 * half - 2, 2 * half)
+    seed = np.random.default_rng(1)
+    seed.spawn(chains.start)  # pm.sample spawns each chain's generator: these chains' own
     began = time.perf_counter()  # pymc_nuts's climb to the mode and curvature count
     settings = {
-        "pymc": lambda: pymc_nuts(basin_model, chains=4, random_seed=1, **accept),
+        "pymc": lambda: pymc_nuts(basin_model, chains=CHAINS, random_seed=1, **accept),
         "pymc-adapt-full": lambda: {"init": "jitter+adapt_full", **accept},
         "pymc-diagonal": lambda: {"init": "jitter+adapt_diag", **accept},
         "nutpie": lambda: {
@@ -64,11 +82,18 @@ def measure(n: int, variant: str, draws: int, mesh_name: str) -> dict:
             **accept,
         },
     }[variant]()
+    if "initvals" in settings:
+        settings["initvals"] = settings["initvals"][chains.start : chains.stop]
     with threadpool_limits(1, "blas"):
-        idata = pm.sample(draws=draws, tune=draws, chains=4, cores=2, random_seed=1,
+        idata = pm.sample(draws=draws, tune=draws, chains=len(chains), cores=2, random_seed=seed,
                           model=basin_model, progressbar=False, discard_tuned_samples=False,
                           compute_convergence_checks=False, **settings)  # fmt: skip
     wall = time.perf_counter() - began
+    if half is not None:
+        idata = _join_halves(idata, wall, half, halves, f"{n}-{variant}")
+        if idata is None:
+            return None
+        wall = sum(idata.attrs["wall_s"])
     warm = idata.warmup_sample_stats["n_steps"].values
     kept = idata.sample_stats["n_steps"].values
     table = az.summary(idata, var_names=[v.name for v in basin_model.free_RVs])
@@ -89,6 +114,28 @@ def measure(n: int, variant: str, draws: int, mesh_name: str) -> dict:
         "divergences": int(idata.sample_stats["diverging"].sum()),
         "priors_warnings": [str(w.message) for w in caught if w.category is UserWarning],
     }
+
+
+def _join_halves(idata, wall: float, half: int, folder: Path, name: str):
+    """Save one half's draws in ``folder``; once the other half's are there too, both halves'
+    chains as one run (``attrs["wall_s"]``: the two walls) and the files removed, else None."""
+    import arviz as az
+
+    idata.attrs["wall_s"] = wall
+    paths = {k: folder / f"{name}-half{k}.nc" for k in (1, 2)}
+    folder.mkdir(parents=True, exist_ok=True)
+    idata.to_netcdf(paths[half])
+    if not paths[3 - half].exists():
+        print(f"{paths[half]} saved; the row waits for the other half (--half {3 - half})")
+        return None
+    first, second = (az.from_netcdf(paths[k]).load() for k in (1, 2))
+    joined = az.concat(first, second, dim="chain")
+    joined.attrs["wall_s"] = [float(half.attrs["wall_s"]) for half in (first, second)]
+    for path in paths.values():
+        path.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
+    return joined
 
 
 def summary(runs: list[dict]) -> str:
@@ -157,6 +204,7 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 5000])
     parser.add_argument("--variants", choices=VARIANTS, nargs="+", default=["pymc", "nutpie"])
     parser.add_argument("--draws", type=int, default=500, help="tuning and kept draws per chain")
+    parser.add_argument("--half", type=int, choices=(1, 2), help="half of the chains (above)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     from benchmarks.scaling import BUNNY
@@ -170,7 +218,10 @@ def main(argv=None) -> None:
     invocation = time.strftime("%Y-%m-%dT%H:%M:%S")
     for n in sizes:
         for variant in variants:
-            run = {**measure(n, variant, draws, mesh), "draws": draws, "invocation": invocation}
+            row = measure(n, variant, draws, mesh, args.half, args.out / f"{stem}_halves")
+            if row is None:  # the other half is still to run
+                continue
+            run = {**row, "draws": draws, "invocation": invocation}
             runs = [r for r in runs if (r["n"], r["variant"]) != (run["n"], variant)] + [run]
             print(run, flush=True)
             args.out.mkdir(parents=True, exist_ok=True)
