@@ -113,6 +113,7 @@ def measure(
         "ess_tail_min": float(table["ess_tail"].min()),
         "divergences": int(idata.sample_stats["diverging"].sum()),
         "priors_warnings": [str(w.message) for w in caught if w.category is UserWarning],
+        "halves_wall_s": None if half is None else list(idata.attrs["wall_s"]),
     }
 
 
@@ -188,9 +189,12 @@ def summary(runs: list[dict]) -> str:
                 f"{ratio:.2f}x -- **{met}**"
             )
         elif r["variant"] == "pymc":  # no nutpie run to hold it against: reported as it stands
+            halves = r.get("halves_wall_s") or []  # run in two halves: each half's wall
+            sittings = f" ({' + '.join(f'{w / 60:.0f}' for w in halves)}, two chains a half)"
             lines.append(
                 f"- N = {r['n']:,}: the full PyMC NUTS run, 4 x ({r['draws']} + {r['draws']}) on "
-                f"2 cores: {r['wall_s'] / 60:.0f} min, r̂ max {r['r_hat_max']:.3f} (<= 1.01: "
+                f"2 cores: {r['wall_s'] / 60:.0f} min{sittings if halves else ''}, r̂ max "
+                f"{r['r_hat_max']:.3f} (<= 1.01: "
                 f"**{'met' if r['r_hat_max'] <= 1.01 else 'missed'}**), bulk ESS min "
                 f"{r['ess_bulk_min']:.0f}, tail ESS min {r['ess_tail_min']:.0f}, "
                 f"{r['divergences']} divergences"

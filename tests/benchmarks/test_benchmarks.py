@@ -396,9 +396,12 @@ def test_nuts_cost_benchmark_quick(tmp_path):
     assert isinstance(run["priors_warnings"], list)
     page = (tmp_path / "nuts_cost_quick.md").read_text()
     assert page.startswith("# NUTS per kept draw") and "- N = 100: the full PyMC NUTS run" in page
+    assert "two chains a half" not in page  # one call: no halves' walls
     # in halves: chains 0-1 wait for chains 2-3, and together they are the one-call run's chains
     assert run_quick("nuts_cost", tmp_path, "--half", "1")["runs"] == [run]  # nothing written
     joined = run_quick("nuts_cost", tmp_path, "--half", "2")["runs"][0]
     same = ("gradients_per_kept_draw", "first_100_steps_per_iteration", "r_hat_max", "ess_tail_min")
     assert {k: joined[k] for k in same} == {k: run[k] for k in same}
+    assert joined["wall_s"] == sum(joined["halves_wall_s"]) and run["halves_wall_s"] is None
+    assert "two chains a half" in (tmp_path / "nuts_cost_quick.md").read_text()
     assert not (tmp_path / "nuts_cost_quick_halves").exists()  # the halves' draws are removed
