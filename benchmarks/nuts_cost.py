@@ -189,11 +189,12 @@ def summary(runs: list[dict]) -> str:
                 f"{ratio:.2f}x -- **{met}**"
             )
         elif r["variant"] == "pymc":  # no nutpie run to hold it against: reported as it stands
-            halves = r.get("halves_wall_s") or []  # run in two halves: each half's wall
-            sittings = f" ({' + '.join(f'{w / 60:.0f}' for w in halves)}, two chains a half)"
+            halves = r.get("halves_wall_s")  # run in two halves: each half's wall
+            walls = " + ".join(f"{w / 60:.0f}" for w in halves or [])
+            sittings = f" ({walls}, two chains a half)" if halves else ""
             lines.append(
                 f"- N = {r['n']:,}: the full PyMC NUTS run, 4 x ({r['draws']} + {r['draws']}) on "
-                f"2 cores: {r['wall_s'] / 60:.0f} min{sittings if halves else ''}, r̂ max "
+                f"2 cores: {r['wall_s'] / 60:.0f} min{sittings}, r̂ max "
                 f"{r['r_hat_max']:.3f} (<= 1.01: "
                 f"**{'met' if r['r_hat_max'] <= 1.01 else 'missed'}**), bulk ESS min "
                 f"{r['ess_bulk_min']:.0f}, tail ESS min {r['ess_tail_min']:.0f}, "
