@@ -394,6 +394,8 @@ def test_nuts_cost_benchmark_quick(tmp_path):
     assert run["variant"] == "pymc" and run["gradients_per_kept_draw"] >= run["steps_per_draw"]
     assert run["ess_tail_min"] > 0 and run["worst"] in {"radius", "ls", "eta", "sigma"}
     assert isinstance(run["priors_warnings"], list)
+    low, median, high = run["radius_quantiles"]
+    assert 0 < low <= median <= high <= run["cutoff"]  # the radius prior stops at the cutoff
     page = (tmp_path / "nuts_cost_quick.md").read_text()
     assert page.startswith("# NUTS per kept draw") and "- N = 100: the full PyMC NUTS run" in page
     assert "two chains a half" not in page  # one call: no halves' walls
@@ -405,3 +407,18 @@ def test_nuts_cost_benchmark_quick(tmp_path):
     assert joined["wall_s"] == sum(joined["halves_wall_s"]) and run["halves_wall_s"] is None
     assert "two chains a half" in (tmp_path / "nuts_cost_quick.md").read_text()
     assert not (tmp_path / "nuts_cost_quick_halves").exists()  # the halves' draws are removed
+
+
+@pytest.mark.parametrize(("q99", "pinned"), [(0.0099, True), (0.0098, False)])
+def test_nuts_cost_page_says_when_the_radius_is_held_by_the_cutoff(q99, pinned):
+    from benchmarks.nuts_cost import summary as nuts_cost_page
+
+    row = {"n": 20000, "variant": "pymc", "draws": 500, "gradients_per_kept_draw": 12.0,
+           "tuning_steps_per_iteration": 6.0, "first_100_steps_per_iteration": 6.0,
+           "steps_per_draw": 6.0, "wall_s": 60.0, "r_hat_max": 1.0, "ess_bulk_min": 900.0,
+           "ess_tail_min": 500.0, "divergences": 0, "radius_quantiles": [0.005, 0.009, q99],
+           "cutoff": 0.01}  # fmt: skip
+    page = nuts_cost_page([row])
+    assert ("the posterior is truncated by the sparsity" in page) is pinned
+    assert (f"quantile is {q99:g} against the cutoff 0.01" in page) is pinned
+    assert "- N = 20,000: the full PyMC NUTS run" in page
