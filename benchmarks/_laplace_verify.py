@@ -98,7 +98,7 @@ def measure_verify(
         out[f"{method}_s"] = elapsed
         out[f"{method}_divergences"] = int(idata.sample_stats["diverging"].sum())
         out[f"{method}_steps_per_draw"] = float(idata.sample_stats["n_steps"].mean())
-        table = az.summary(idata, var_names=names, kind="diagnostics")
+        table = az.summary(idata, var_names=names, kind="diagnostics", round_to="none")
         out[f"{method}_r_hat_max"] = float(table["r_hat"].max())
         out[f"{method}_ess_bulk_min"] = float(table["ess_bulk"].min())
         out[f"{method}_ess_tail_min"] = float(table["ess_tail"].min())

@@ -218,7 +218,7 @@ def measure_nuts(mesh_name: str, n_train: int, n_test: int, draws: int, chains: 
     nuts_s = time.perf_counter() - began
     with model:
         prediction = gp.predictive(train.size + np.arange(test.size)[:, None], idata, n_draws=100)
-    table = az.summary(idata, var_names=priors.var_names(model, idata))
+    table = az.summary(idata, var_names=priors.var_names(model, idata), round_to="none")
     laplace_fn = compile_value_and_grad(model, "FAST_RUN")
     laplace_ms = median_ms(laplace_fn, 5)
     latent_model, _ = verification_model("bernoulli", D, labels[train], train.size, laplace=False)

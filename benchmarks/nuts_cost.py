@@ -96,7 +96,7 @@ def measure(
         wall = sum(idata.attrs["wall_s"])
     warm = idata.warmup_sample_stats["n_steps"].values
     kept = idata.sample_stats["n_steps"].values
-    table = az.summary(idata, var_names=[v.name for v in basin_model.free_RVs])
+    table = az.summary(idata, var_names=[v.name for v in basin_model.free_RVs], round_to="none")
     return {
         **radius_against_cutoff(idata, D.cutoff),
         "n": int(train.size),

@@ -183,7 +183,7 @@ def measure_nuts(
             progressbar=False, nuts_sampler=sampler,
         )  # fmt: skip
     wall_s = time.perf_counter() - began
-    table = az.summary(idata, var_names=priors.var_names(model))
+    table = az.summary(idata, var_names=priors.var_names(model), round_to="none")
     stats = idata.sample_stats
     return {
         "mesh": mesh_name,
