@@ -5,8 +5,8 @@ The scaling benchmark's NUTS model (the README recipe on the Stanford bunny's ge
 size; its heaviest radius basin's model (``sle.basin_models``) sampled 4 x (500 + 500) on 2
 cores with ``sample_basins``' settings for each sampler -- PyMC's NUTS with a dense mass
 matrix started from the curvature at the mode (``pymc_nuts``), nutpie with its low-rank one
-(``NUTPIE_DEFAULTS``) -- and with PyMC's own inits: ``jitter+adapt_full`` (a dense matrix
-started from the identity) and its default ``jitter+adapt_diag`` (a diagonal matrix). Leapfrog
+(``NUTPIE_DEFAULTS``) -- and with PyMC's own dense init, ``jitter+adapt_full`` (a dense matrix
+started from the identity). Leapfrog
 steps are gradient evaluations: the cost per kept draw counts the tuning's too. Writes
 ``benchmarks/results/nuts_cost.{json,md}``; each run is kept under its size and variant, so
 sizes and variants can be run separately. A run longer than a sitting goes in two halves,
@@ -22,6 +22,7 @@ halves' sum (which counts ``pymc_nuts``' climb to the mode twice).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 import warnings
@@ -31,7 +32,7 @@ import numpy as np
 
 from benchmarks._paths import RESULTS
 
-VARIANTS = ("pymc", "pymc-adapt-full", "nutpie", "pymc-diagonal")
+VARIANTS = ("pymc", "pymc-adapt-full", "nutpie")
 TARGET = 1.5  # PyMC's gradients per kept draw within 1.5x nutpie's (issue 72)
 CHAINS = 4
 
@@ -51,21 +52,10 @@ def measure(
     import pymc as pm
     from threadpoolctl import threadpool_limits
 
-    import pymc_sle as sle
-    from benchmarks.scaling import NUTS_OSCILLATIONS, _field
-    from pymc_sle.distances import geodesic
     from pymc_sle.inference._mass_matrix import pymc_nuts
     from pymc_sle.inference._sampler import NUTPIE_DEFAULTS, ONE_BASIN_TARGET_ACCEPT
 
-    mesh, _, y, train, _ = _field(mesh_name, n, 1, oscillations=NUTS_OSCILLATIONS)
-    D = geodesic(mesh.vertices, mesh.faces, rows=train, cols=train, cutoff="auto", n_jobs=2)
-    local = np.arange(train.size)
-    with warnings.catch_warnings(record=True) as caught, pm.Model() as model:
-        warnings.simplefilter("always", UserWarning)  # the search's advice, kept with the run
-        priors = sle.sle_priors(D, local, y[train], landmarks=local, inner="rbf")
-        gp = pm.gp.Marginal(cov_func=priors.covariance())
-        gp.marginal_likelihood("y", X=local[:, None], y=y[train], sigma=priors["sigma"])
-    confined = sle.basin_models(priors, model=model)
+    D, advice, confined = _basins(n, mesh_name)
     basin, basin_model = max(confined, key=lambda pair: pair[0].mass if pair[0] else 1.0)
     accept = {"target_accept": ONE_BASIN_TARGET_ACCEPT}
     chains = range(CHAINS) if half is None else range(2 * half - 2, 2 * half)
@@ -75,7 +65,6 @@ def measure(
     settings = {
         "pymc": lambda: pymc_nuts(basin_model, chains=CHAINS, random_seed=1, **accept),
         "pymc-adapt-full": lambda: {"init": "jitter+adapt_full", **accept},
-        "pymc-diagonal": lambda: {"init": "jitter+adapt_diag", **accept},
         "nutpie": lambda: {
             "nuts_sampler": "nutpie",
             "nuts_sampler_kwargs": NUTPIE_DEFAULTS,
@@ -99,7 +88,7 @@ def measure(
     table = az.summary(idata, var_names=[v.name for v in basin_model.free_RVs], round_to="none")
     return {
         **radius_against_cutoff(idata, D.cutoff),
-        "n": int(train.size),
+        "n": int(D.shape[0]),
         "variant": variant,
         "basins": len(confined),
         "basin_mass": None if basin is None else float(basin.mass),
@@ -113,9 +102,31 @@ def measure(
         "ess_bulk_min": float(table["ess_bulk"].min()),
         "ess_tail_min": float(table["ess_tail"].min()),
         "divergences": int(idata.sample_stats["diverging"].sum()),
-        "priors_warnings": [str(w.message) for w in caught if w.category is UserWarning],
+        "priors_warnings": list(advice),
         "halves_wall_s": None if half is None else list(idata.attrs["wall_s"]),
     }
+
+
+@functools.cache
+def _basins(n: int, mesh_name: str) -> tuple:
+    """The distances, ``sle_priors``' warnings and the radius basins' models of the field at
+    ``n``: built once a process (the quick test runs ``main`` three times in one)."""
+    import pymc as pm
+
+    import pymc_sle as sle
+    from benchmarks.scaling import NUTS_OSCILLATIONS, _field
+    from pymc_sle.distances import geodesic
+
+    mesh, _, y, train, _ = _field(mesh_name, n, 1, oscillations=NUTS_OSCILLATIONS)
+    D = geodesic(mesh.vertices, mesh.faces, rows=train, cols=train, cutoff="auto", n_jobs=2)
+    local = np.arange(train.size)
+    with warnings.catch_warnings(record=True) as caught, pm.Model() as model:
+        warnings.simplefilter("always", UserWarning)  # the search's advice, kept with the run
+        priors = sle.sle_priors(D, local, y[train], landmarks=local, inner="rbf")
+        gp = pm.gp.Marginal(cov_func=priors.covariance())
+        gp.marginal_likelihood("y", X=local[:, None], y=y[train], sigma=priors["sigma"])
+    advice = tuple(str(w.message) for w in caught if w.category is UserWarning)
+    return D, advice, sle.basin_models(priors, model=model)
 
 
 def radius_against_cutoff(idata, cutoff: float) -> dict:
@@ -156,9 +167,9 @@ def summary(runs: list[dict]) -> str:
         "geodesic sine (the scaling benchmark's NUTS field), its heaviest radius basin sampled "
         "4 x (tune + draws) on 2 cores, one run each: `pymc` is `sample_basins`' PyMC setting "
         "(a dense mass matrix adapted from the Laplace covariance at the mode), `nutpie` its "
-        "nutpie setting (the low-rank mass matrix), `pymc-adapt-full` PyMC's dense "
-        '`init="jitter+adapt_full"` (adapted from the identity) and `pymc-diagonal` PyMC\'s '
-        "default. Gradients per kept draw count the tuning's leapfrog steps too. Target: "
+        "nutpie setting (the low-rank mass matrix) and `pymc-adapt-full` PyMC's dense "
+        '`init="jitter+adapt_full"` (adapted from the identity). Gradients per kept draw '
+        "count the tuning's leapfrog steps too. Target: "
         "`pymc` within 1.5x nutpie. A wall-time ratio is shown only where the two variants ran "
         "one after the other in the same invocation (`invocation` in the JSON); this machine is "
         "shared, so walls from separate runs are not compared.",
