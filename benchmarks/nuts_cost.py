@@ -6,14 +6,14 @@ size; its heaviest radius basin's model (``sle.basin_models``) sampled 4 x (500 
 cores with ``sample_basins``' settings for each sampler -- PyMC's NUTS with a dense mass
 matrix started from the curvature at the mode (``pymc_nuts``), nutpie with its low-rank one
 (``NUTPIE_DEFAULTS``) -- and with PyMC's own dense init, ``jitter+adapt_full`` (a dense matrix
-started from the identity). Leapfrog
-steps are gradient evaluations: the cost per kept draw counts the tuning's too. Writes
-``benchmarks/results/nuts_cost.{json,md}``; each run is kept under its size and variant, so
-sizes and variants can be run separately. A run longer than a sitting goes in two halves,
-``--half 1`` then ``--half 2``: each samples two of the four chains on the 2 cores with those
-chains' own seeds and starts, so together they are the one-call run's chains; each half's draws
-wait in ``results/nuts_cost_halves/`` for the other half, and the row's wall time is the two
-halves' sum (which counts ``pymc_nuts``' climb to the mode twice).
+started from the identity). Leapfrog steps are gradient evaluations: the cost per kept draw
+counts the tuning's too. Writes ``benchmarks/results/nuts_cost.{json,md}``; each run is kept
+under its size and variant, so sizes and variants can be run separately. A run longer than a
+sitting goes in two halves, ``--half 1`` then ``--half 2``: each samples two of the four chains
+on the 2 cores with those chains' own seeds and starts, so together they are the one-call
+run's chains; each half's draws wait in ``results/nuts_cost_halves/`` for the other half, and
+the row's wall time is the two halves' sum (which counts ``pymc_nuts``' climb to the mode
+twice).
 
     python -m benchmarks.nuts_cost [--quick] [--sizes 500 5000] [--variants pymc nutpie]
                                    [--half 1|2]
