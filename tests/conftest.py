@@ -17,14 +17,13 @@ def pytest_configure(config):
 
     Give each xdist worker, and the processes its tests start, one BLAS thread: the workers
     already fill the cores, and OpenBLAS threads from two workers on two cores spin waiting for
-    each other (two processes timing a PyMC GP log density on 40 points at once: 0.57 and
-    0.86 ms an evaluation with OpenBLAS's default threads, 0.28 and 0.19 ms with one)."""
+    each other."""
     if hasattr(config, "workerinput"):
         from threadpoolctl import threadpool_limits
 
         for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(variable, "1")
-        config.blas_limit = threadpool_limits(limits=1, user_api="blas")  # numpy is loaded
+        threadpool_limits(limits=1, user_api="blas")  # numpy is loaded: set it in place too
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # the refactor notice the stamp gates
