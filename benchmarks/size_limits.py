@@ -14,13 +14,13 @@ not depend on the metric), a noisy sine, every training point a landmark. Per n:
   other 1,850 at ``draw_s``, two chains one after the other on each core;
 - ``peak_mib``: the process's peak resident memory.
 
-The BLAS table times the log density + gradient in the C backend, each in a fresh process, in
-three rounds that alternate two settings (the linked one with a compile folder of its own): as
-pip installs PyTensor (``blas__ldflags=""``: PyTensor's own C code cannot call a BLAS and its dot
-products go through NumPy) and linked to a system OpenBLAS where one is installed (Debian:
-``libopenblas-dev``); for the recipe's SLE model and for PyMC's own GP, ``pm.gp.Marginal`` of a
-Matérn 3/2 of the same distances (the dense Cholesky PyTensor builds itself). Every process keeps
-its default BLAS threads.
+The BLAS table times the log density + gradient in the C backend, in three rounds that alternate
+two settings, each setting in a fresh process that times both likelihoods (the linked setting with
+a compile folder of its own): as pip installs PyTensor (``blas__ldflags=""``: PyTensor's own C code
+cannot call a BLAS and its dot products go through NumPy) and linked to a system OpenBLAS where
+one is installed (Debian: ``libopenblas-dev``); for the recipe's SLE model and for PyMC's own GP,
+``pm.gp.Marginal`` of a Matérn 3/2 of the same distances (the dense Cholesky PyTensor builds
+itself). Every process keeps its default BLAS threads.
 
 Writes benchmarks/results/size_limits.{json,md}.
 
@@ -102,21 +102,24 @@ def measure_size(n: int, iterations: int, reps: int) -> dict:
     }
 
 
-def measure_blas(n: int, gp: str, reps: int) -> dict:
-    """In this process (its PYTENSOR_FLAGS set by the caller): log density + gradient of the
-    likelihood ``gp`` (a key of :data:`GPS`)."""
+def measure_blas(n: int, gps: list, reps: int) -> dict:
+    """In this process (its PYTENSOR_FLAGS set by the caller): log density + gradient of each
+    likelihood in ``gps`` (keys of :data:`GPS`), as ``{"rows": [...]}``."""
     import pytensor
 
     from benchmarks.performance import build_model, problem
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the no-BLAS warning is what is being measured
-        if gp == "sle":
-            model = _model(n, start="prior")[0]  # the search is not timed here
-        else:
-            model = build_model("pymc_matern", *problem(n))
-        ms = _gradient_ms(model, reps)
-    return {"n": n, "gp": gp, "ldflags": pytensor.config.blas__ldflags, "grad_ms": ms}
+    rows = []
+    for gp in gps:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the no-BLAS warning is what is being measured
+            if gp == "sle":
+                model = _model(n, start="prior")[0]  # the search is not timed here
+            else:
+                model = build_model("pymc_matern", *problem(n))
+            ms = _gradient_ms(model, reps)
+        rows.append({"n": n, "gp": gp, "ldflags": pytensor.config.blas__ldflags, "grad_ms": ms})
+    return {"rows": rows}
 
 
 def _child(function: str, *args, env: dict | None = None) -> dict:
@@ -124,8 +127,8 @@ def _child(function: str, *args, env: dict | None = None) -> dict:
 
 
 def blas_rows(sizes, gps, reps: int, rounds: int, linked_too: bool = True) -> list[dict]:
-    """Each (n, likelihood in ``gps``, BLAS) in ``rounds`` fresh processes, the two BLAS
-    settings alternating (the linked one only with ``linked_too`` and a system OpenBLAS);
+    """Each (n, BLAS) in ``rounds`` fresh processes, each timing every likelihood in ``gps``, the
+    two BLAS settings alternating (the linked one only with ``linked_too`` and a system OpenBLAS);
     ``grad_ms`` is the median over the rounds of each process's median. The linked setting
     compiles into a folder of its own (PyTensor's default folder holds what pip's PyTensor
     compiled without a BLAS, and is reused for that setting)."""
@@ -135,13 +138,13 @@ def blas_rows(sizes, gps, reps: int, rounds: int, linked_too: bool = True) -> li
     with tempfile.TemporaryDirectory() as linked:
         for _ in range(rounds):
             for n in sizes:
-                for gp in gps:
-                    for label, ldflags in flags.items():
-                        linked_dir = f",compiledir={linked}" if ldflags else ""
-                        setting = f"blas__ldflags={ldflags}{linked_dir}"
-                        env = {"PYTENSOR_FLAGS": with_pytensor_flags(setting)}
-                        row = _child("measure_blas", n, gp, reps, env=env)
-                        times.setdefault((n, gp, label, row["ldflags"]), []).append(row["grad_ms"])
+                for label, ldflags in flags.items():
+                    linked_dir = f",compiledir={linked}" if ldflags else ""
+                    setting = f"blas__ldflags={ldflags}{linked_dir}"
+                    env = {"PYTENSOR_FLAGS": with_pytensor_flags(setting)}
+                    for row in _child("measure_blas", n, list(gps), reps, env=env)["rows"]:
+                        key = (n, row["gp"], label, row["ldflags"])
+                        times.setdefault(key, []).append(row["grad_ms"])
     return [{"n": n, "gp": gp, "blas": label, "ldflags": ldflags,
              "grad_ms": float(np.median(ms)), "rounds_ms": ms}
             for (n, gp, label, ldflags), ms in times.items()]  # fmt: skip
