@@ -47,14 +47,19 @@ def can_change(value) -> bool:
 def constant_value(value):
     """Return the numpy value of ``value`` when it is known now, else ``None``.
 
-    Numbers, arrays, PyTensor constants and shared variables (``pm.Data``) have a value now;
-    random variables and other symbolic expressions do not.
+    Numbers, arrays, PyTensor constants, shared variables (``pm.Data``) and data numbers
+    (:func:`~pymc_sle._data_numbers.data_number`) have a value now; random variables and other
+    symbolic expressions do not.
     """
     if not _is_symbolic(value):
         return np.asarray(value)
     from pytensor.graph.basic import Constant
     from pytensor.tensor.sharedvar import TensorSharedVariable
 
+    from pymc_sle._data_numbers import DataNumber
+
+    if value.owner is not None and isinstance(value.owner.op, DataNumber):
+        value = value.owner.inputs[0]
     if isinstance(value, Constant):
         return np.asarray(value.data)
     if isinstance(value, TensorSharedVariable):

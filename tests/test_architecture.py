@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pymc_sle"
 #: The layers, lowest first: a module imports from its own layer and the ones below only.
 LAYERS = {
     "_lazy": 0, "_validation": 0, "_pymc_compat": 0, "_backends": 0, "_linalg": 0,
+    "_data_numbers": 0,
     "distances": 1, "kernels": 2, "gp": 3, "inference": 4, "evaluation": 5, "datasets": 6,
     "plotting": 7, "demo": 8, "cli": 8,
 }  # fmt: skip

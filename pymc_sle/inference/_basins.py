@@ -53,6 +53,7 @@ import pytensor.tensor as pt
 from pymc.distributions.transforms import Transform
 from scipy import special
 
+from pymc_sle._data_numbers import data_number
 from pymc_sle._pymc_compat import value_variable
 from pymc_sle.inference._transforms import OnRidge
 
@@ -220,30 +221,30 @@ class BasinJump(_Framed):
         self.beta = np.log(-a / b)
         self.alpha = 1.0 / (self.width * special.expit(self.beta) * special.expit(-self.beta))
         self.label, self._label_value = None, None
+        # the graph's copies, as data numbers (pymc_sle._data_numbers)
+        names = ("means", "sds", "two_sided", "c", "a", "width", "alpha", "beta")
+        self._graph = {name: data_number(getattr(self, name)) for name in names}
 
     def _in_base(self, value):
         """The base coordinate of the sampled ``value`` in its basin's frame, and the log of
         its derivative."""
         k = self._frame(value)
-        two, c = pt.as_tensor(self.two_sided)[k], pt.as_tensor(self.c)[k]
-        z = pt.as_tensor(self.alpha)[k] * value + pt.as_tensor(self.beta)[k]
-        width = pt.as_tensor(self.width)[k]
-        w = pt.switch(two, pt.as_tensor(self.a)[k] + width * pt.sigmoid(z),
-                      c * -pt.expm1(-value / c))  # fmt: skip
+        at = {name: x[k] for name, x in self._graph.items()}
+        two, c, width = at["two_sided"], at["c"], at["width"]
+        z = at["alpha"] * value + at["beta"]
+        w = pt.switch(two, at["a"] + width * pt.sigmoid(z), c * -pt.expm1(-value / c))
         log_slope = pt.switch(
-            two,
-            pt.log(width * pt.as_tensor(self.alpha)[k]) - pt.softplus(z) - pt.softplus(-z),
-            -value / c,
+            two, pt.log(width * at["alpha"]) - pt.softplus(z) - pt.softplus(-z), -value / c
         )
-        sd = pt.as_tensor(self.sds)[k]
-        return pt.as_tensor(self.means)[k] + sd * w, log_slope + pt.log(sd)
+        return at["means"] + at["sds"] * w, log_slope + pt.log(at["sds"])
 
     def forward(self, value, *inputs):
-        w = (self.base.forward(value, *inputs) - self.means[0]) / self.sds[0]
+        first = {name: x[0] for name, x in self._graph.items()}
+        w = (self.base.forward(value, *inputs) - first["means"]) / first["sds"]
         if self.two_sided[0]:
-            share = (w - self.a[0]) / self.width[0]
-            return (pt.log(share) - pt.log1p(-share) - self.beta[0]) / self.alpha[0]
-        return -self.c[0] * pt.log1p(-w / self.c[0])
+            share = (w - first["a"]) / first["width"]
+            return (pt.log(share) - pt.log1p(-share) - first["beta"]) / first["alpha"]
+        return -first["c"] * pt.log1p(-w / first["c"])
 
     def backward(self, value, *inputs):
         return self.base.backward(self._in_base(value)[0], *inputs)
@@ -278,11 +279,13 @@ class InBasin(_Framed):
             raise ValueError(f"`means` and `sds` must match and the sds be positive, but got "
                              f"{list(means)!r} and {list(sds)!r}")  # fmt: skip
         self.label, self._label_value = None, None
+        # the graph's copies, as data numbers (pymc_sle._data_numbers)
+        self._means, self._ratios = data_number(self.means), data_number(self.sds / self.sds[0])
 
     def _in_inner(self, value):
         k = self._frame(value)
-        ratio = pt.as_tensor(self.sds / self.sds[0])[k]
-        return pt.as_tensor(self.means)[k] + ratio * (value - self.means[0]), pt.log(ratio)
+        ratio = self._ratios[k]
+        return self._means[k] + ratio * (value - self._means[0]), pt.log(ratio)
 
     def forward(self, value, *inputs):
         return self.inner.forward(value, *inputs)

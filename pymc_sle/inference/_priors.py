@@ -16,6 +16,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from pymc_sle._data_numbers import data_number
 from pymc_sle.inference._basins import Basin, add_label
 from pymc_sle.inference._bounds import lognormal_between, target_scale, training_data
 from pymc_sle.inference._latent_priors import check_likelihood, latent_location_and_scale
@@ -355,38 +356,43 @@ def _add_to_model(problem: SearchProblem, reparametrised: ReparamPlan | None, na
     radius_prior = lognormal_between(*problem.bounds.radius, problem.mass)
     ls_prior = lognormal_between(*problem.bounds.ls, problem.mass)
     scale = problem.y_scale
+    # the numbers read off the data enter the graph as data numbers: one compiled module
+    # serves every data set (pymc_sle._data_numbers)
+    radius_graph = {k: data_number(v) for k, v in radius_prior.items()}
+    ls_graph = {k: data_number(v) for k, v in ls_prior.items()}
+    scale_graph = data_number(scale)
 
     def radius_variable(**options) -> pt.TensorVariable:
         if problem.cutoff is None:
-            return pm.LogNormal(names["radius"], **radius_prior, **options)
+            return pm.LogNormal(names["radius"], **radius_graph, **options)
         # sparse distances: nothing beyond the cutoff is stored
-        prior = pm.LogNormal.dist(**radius_prior)
-        return pm.Truncated(names["radius"], prior, upper=problem.cutoff, **options)
+        prior = pm.LogNormal.dist(**radius_graph)
+        return pm.Truncated(names["radius"], prior, upper=data_number(problem.cutoff), **options)
 
     if latent is not None:
-        location, latent_scale = latent
+        location, latent_scale = (data_number(v) for v in latent)
         return {
             "radius": radius_variable(),
-            "ls": pm.LogNormal(names["ls"], **ls_prior),
+            "ls": pm.LogNormal(names["ls"], **ls_graph),
             "eta": pm.HalfNormal(names["eta"], sigma=latent_scale),
             "offset": pm.Normal(names["offset"], mu=location, sigma=latent_scale),
         }
     if reparametrised is None:
         return {
             "radius": radius_variable(),
-            "ls": pm.LogNormal(names["ls"], **ls_prior),
-            "eta": pm.HalfNormal(names["eta"], sigma=scale),
-            "sigma": pm.HalfNormal(names["sigma"], sigma=scale),
+            "ls": pm.LogNormal(names["ls"], **ls_graph),
+            "eta": pm.HalfNormal(names["eta"], sigma=scale_graph),
+            "sigma": pm.HalfNormal(names["sigma"], sigma=scale_graph),
         }
     scales, ridges = reparametrised.scales, reparametrised.ridges
     # each prior, and its draws in numpy (called once per draw: no PyTensor function there)
     priors = {
         "ls": (
-            pm.LogNormal.dist(**ls_prior),
+            pm.LogNormal.dist(**ls_graph),
             lambda rng, size: rng.lognormal(ls_prior["mu"], ls_prior["sigma"], size),
         ),
         "eta": (
-            pm.HalfNormal.dist(sigma=scale),
+            pm.HalfNormal.dist(sigma=scale_graph),
             lambda rng, size: np.abs(rng.normal(0.0, scale, size)),
         ),
     }
@@ -415,7 +421,7 @@ def _add_to_model(problem: SearchProblem, reparametrised: ReparamPlan | None, na
         if name in ridges:
             variables[name] = on_ridge(name)
         else:
-            variables[name] = pm.HalfNormal(names[name], sigma=scale, **options(name))
+            variables[name] = pm.HalfNormal(names[name], sigma=scale_graph, **options(name))
     if reparametrised.framed:  # after the four: traces list it last
         add_label(f"{names['radius']}_basin", reparametrised.framed)
     return variables
@@ -435,7 +441,7 @@ def scale_priors(y, *, names: dict[str, str] | None = None) -> dict[str, pm.Dist
         Renames ``eta`` and ``sigma``.
     """
     names = {"eta": "eta", "sigma": "sigma", **(names or {})}
-    scale = target_scale(y)
+    scale = data_number(target_scale(y))
     return {
         "eta": pm.HalfNormal(names["eta"], sigma=scale),
         "sigma": pm.HalfNormal(names["sigma"], sigma=scale),

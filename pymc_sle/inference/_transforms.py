@@ -36,6 +36,8 @@ from pymc.distributions.transforms import Interval, Transform
 from pymc.logprob.transforms import ChainedTransform
 from scipy import interpolate, special, stats
 
+from pymc_sle._data_numbers import data_number
+
 __all__ = ["CenteredLog", "OnRidge", "QuantileLog", "Ridge", "below_cutoff"]
 
 
@@ -49,15 +51,16 @@ class CenteredLog(Transform):
     def __init__(self, centre: float, scale: float):
         self.log_centre = float(np.log(centre))
         self.scale = float(scale)
+        self._log_centre, self._scale = data_number(self.log_centre), data_number(self.scale)
 
     def forward(self, value, *inputs):
-        return (pt.log(value) - self.log_centre) / self.scale
+        return (pt.log(value) - self._log_centre) / self._scale
 
     def backward(self, value, *inputs):
-        return pt.exp(self.log_centre + self.scale * value)
+        return pt.exp(self._log_centre + self._scale * value)
 
     def log_jac_det(self, value, *inputs):
-        return np.log(self.scale) + self.log_centre + self.scale * value
+        return pt.log(self._scale) + self._log_centre + self._scale * value
 
 
 class Hermite:
@@ -73,14 +76,18 @@ class Hermite:
         self.slopes = interpolate.PchipInterpolator(knots, self.values).derivative()(knots)
         if end_slopes is not None:
             self.slopes[[0, -1]] = end_slopes
+        self._graph_numbers = tuple(
+            data_number(x) for x in (self.start, self.step, self.values, self.slopes)
+        )
 
     def __call__(self, x):
-        y, m, h, last = self.values, self.slopes, self.step, self.values.size - 1
-        position = (x - self.start) / h
+        start, h, y, m = self._graph_numbers
+        last = y.shape[0] - 1
+        position = (x - start) / h
         k = pt.clip(pt.floor(position), 0, last - 1).astype("int64")
         t = pt.clip(position - k, 0.0, 1.0)
-        y0, y1 = pt.as_tensor(y)[k], pt.as_tensor(y)[k + 1]
-        m0, m1 = h * pt.as_tensor(m)[k], h * pt.as_tensor(m)[k + 1]
+        y0, y1 = y[k], y[k + 1]
+        m0, m1 = h * m[k], h * m[k + 1]
         t2, t3 = t * t, t * t * t
         inside = (
             (2 * t3 - 3 * t2 + 1) * y0
@@ -240,15 +247,17 @@ class QuantileLog(Transform):
         r""":math:`u` of the sampled value :math:`v` and :math:`\log(du/dv)`."""
         if self.u_cap is None:
             return v, 0.0
-        below = (self.u_cap - v) / self.cap_width
-        return self.u_cap - self.cap_width * pt.softplus(below), -pt.softplus(-below)
+        u_cap = data_number(self.u_cap)
+        below = (u_cap - v) / self.cap_width
+        return u_cap - self.cap_width * pt.softplus(below), -pt.softplus(-below)
 
     def _capped(self, u, math=pt):
         """The sampled value :math:`v` of :math:`u` (below the cap), with ``math`` ``pt`` or
         ``np``."""
         if self.u_cap is None:
             return u
-        return self.u_cap - self.cap_width * math.log(math.expm1((self.u_cap - u) / self.cap_width))
+        u_cap = data_number(self.u_cap) if math is pt else self.u_cap
+        return u_cap - self.cap_width * math.log(math.expm1((u_cap - u) / self.cap_width))
 
     def forward(self, value, *inputs):
         return self._capped(self._g_inverse(pt.log(value))[0])
@@ -420,4 +429,5 @@ def below_cutoff(log_scale: CenteredLog, cutoff: float) -> ChainedTransform:
     """``log_scale`` followed by an interval onto its image of ``(0, cutoff)``: the radius's
     centred log scale on sparse distances, whose model cannot take a radius above the cutoff."""
     top = (float(np.log(cutoff)) - log_scale.log_centre) / log_scale.scale
-    return ChainedTransform([log_scale, Interval(None, top)])
+    top = data_number(top)
+    return ChainedTransform([log_scale, Interval(bounds_fn=lambda *_: (None, top))])

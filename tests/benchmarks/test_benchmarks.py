@@ -422,3 +422,11 @@ def test_nuts_cost_page_says_when_the_radius_is_held_by_the_cutoff(q99, pinned):
     assert ("the posterior is truncated by the sparsity" in page) is pinned
     assert (f"quantile is {q99:g} against the cutoff 0.01" in page) is pinned
     assert "- N = 20,000: the full PyMC NUTS run" in page
+
+
+def test_compile_cost_benchmark_quick(tmp_path):
+    result = run_quick("compile_cost", tmp_path)
+    assert [row["step"] for row in result["steps"]] == ["B (new data)", "C (new data)"]
+    assert all(row["build_s"] > 0 and row["sample_s"] > 0 for row in result["steps"])
+    assert all(row["new_modules"] >= 0 and "radius" in row["transforms"] for row in result["steps"])
+    assert (tmp_path / "compile_cost_quick.md").read_text().startswith("# Compiling")

@@ -211,3 +211,26 @@ def test_sle_priors_jumps_between_basins_where_the_start_basin_misses_mass():
     for basin in priors.basins:
         assert basin.low <= basin.start["radius"] <= basin.high
         assert basin.start["radius"] == pytest.approx(basin.radius)
+
+
+def test_the_compiled_density_does_not_depend_on_the_data_numbers():
+    # y and 2 y give the same plan, with other centres, scales and ridges: the numbers enter
+    # the compiled code as inputs (pymc_sle._data_numbers), so every fused elementwise Op, whose
+    # C source PyTensor caches, is the same; a number inlined as a literal would differ.
+    import dataclasses
+
+    from pytensor.scalar import Composite
+
+    from pymc_sle.datasets import one_dimensional
+    from pymc_sle.demo import sle_model
+
+    data = one_dimensional(n_train=15, n_test=5, seed=1)
+
+    def fused_ops(factor):
+        model, _, _ = sle_model(dataclasses.replace(data, y_train=factor * data.y_train))
+        compiled = model.logp_dlogp_function(ravel_inputs=True)._pytensor_function
+        ops = {node.op for node in compiled.maker.fgraph.apply_nodes}
+        return {op for op in ops if isinstance(getattr(op, "scalar_op", None), Composite)}
+
+    once, twice = fused_ops(1.0), fused_ops(2.0)
+    assert once and once == twice
