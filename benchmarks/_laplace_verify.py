@@ -1,5 +1,5 @@
-"""The verify section of ``benchmarks.laplace``: Laplace + NUTS against ``pm.gp.Latent`` +
-NUTS on the latent values (the exact posterior, up to Monte Carlo)."""
+"""The verify section of ``benchmarks.laplace``: Laplace + NUTS and EP + NUTS against
+``pm.gp.Latent`` + NUTS on the latent values (the exact posterior, up to Monte Carlo)."""
 
 from __future__ import annotations
 
@@ -24,10 +24,14 @@ CASES = {
 }
 
 
-def verification_model(kind: str, D, y, n_train: int, laplace: bool):
-    """The same priors and covariance, with the latent values integrated out by Laplace
-    (``laplace``) or sampled by NUTS (``pm.gp.Latent``; counts' latent values centred, labels'
-    rotated by the prior's Cholesky factor)."""
+#: The methods run for each case: the approximations, then the exact reference.
+METHODS = ("laplace", "ep", "latent")
+
+
+def verification_model(kind: str, D, y, n_train: int, method: str):
+    """The same priors and covariance, with the latent values integrated out by ``method``
+    (``"laplace"``, ``"ep"``) or sampled by NUTS (``"latent"``: ``pm.gp.Latent``; counts' latent
+    values centred, labels' rotated by the prior's Cholesky factor)."""
     import pymc as pm
 
     import pymc_sle as sle
@@ -40,8 +44,8 @@ def verification_model(kind: str, D, y, n_train: int, laplace: bool):
         mean = pm.gp.mean.Constant(offset)
         cov = eta**2 * sle.SLE(D.to_dense(fill=D.cutoff), radius=radius, ls=ls)
         X = np.arange(n_train)[:, None]
-        if laplace:
-            gp = sle.gp.Laplace(mean_func=mean, cov_func=cov)
+        if method != "latent":
+            gp = {"laplace": sle.gp.Laplace, "ep": sle.gp.EP}[method](mean_func=mean, cov_func=cov)
             likelihood = sle.gp.Poisson() if kind == "poisson" else sle.gp.Bernoulli()
             gp.marginal_likelihood("y", X=X, y=y, likelihood=likelihood)
         else:
@@ -57,8 +61,9 @@ def verification_model(kind: str, D, y, n_train: int, laplace: bool):
 def measure_verify(
     mesh_name: str, case: str, n_train: int, n_test: int, draws: int, sampler: str
 ) -> dict:
-    """In this process: one verification case, Laplace + NUTS against Latent + NUTS, both
-    sampled by ``sampler`` (``pm.sample``'s ``nuts_sampler``), 4 x (``draws`` + ``draws``)."""
+    """In this process: one verification case, Laplace + NUTS and EP + NUTS against Latent +
+    NUTS, all sampled by ``sampler`` (``pm.sample``'s ``nuts_sampler``), 4 x (``draws`` +
+    ``draws``). The Laplace figures keep their unprefixed keys; EP's are prefixed ``ep_``."""
     import arviz as az
     import pymc as pm
 
@@ -75,14 +80,14 @@ def measure_verify(
            "sampler": sampler, "target_accept": target_accept,
            "latent_values": "centred" if kind == "poisson" else "non-centred"}  # fmt: skip
     fits = {}
-    for method in ("laplace", "latent"):
-        model, gp = verification_model(kind, D, labels[train], train.size, method == "laplace")
+    for method in METHODS:
+        model, gp = verification_model(kind, D, labels[train], train.size, method)
         began = time.perf_counter()
         with model:
             idata = pm.sample(draws=draws, tune=draws, nuts_sampler=sampler,
                               target_accept=target_accept, **SAMPLING)  # fmt: skip
             elapsed = time.perf_counter() - began
-            if method == "laplace":
+            if method != "latent":
                 mean = gp.predictive(Xnew, idata, n_draws=200).mean
             else:
                 gp.conditional("f_new", Xnew=Xnew)
@@ -102,18 +107,24 @@ def measure_verify(
         out[f"{method}_r_hat_max"] = float(table["r_hat"].max())
         out[f"{method}_ess_bulk_min"] = float(table["ess_bulk"].min())
         out[f"{method}_ess_tail_min"] = float(table["ess_tail"].min())
-    (p_laplace, h_laplace, e_laplace), (p_exact, h_exact, e_exact) = fits["laplace"], fits["latent"]
-    out["probability_difference"] = float(np.mean(np.abs(p_laplace - p_exact)))
-    if kind == "poisson":  # the rates' scale is the data's: the difference per unit of rate too
-        out["relative_difference"] = float(np.mean(np.abs(p_laplace - p_exact) / p_exact))
+    p_exact, h_exact, e_exact = fits["latent"]
     sd = {k: h_exact[k].std() for k in names}
-    difference = {
-        k: np.abs(np.quantile(h_laplace[k], QUANTILES) - np.quantile(h_exact[k], QUANTILES))
-        for k in names
-    }
-    out["quantile_difference_sd"] = {k: float(difference[k].max() / sd[k]) for k in names}
-    # the Monte Carlo standard error of that difference, at the quantile where it is largest
-    out["quantile_mcse_sd"] = {
-        k: float(np.hypot(e_laplace[k], e_exact[k])[difference[k].argmax()] / sd[k]) for k in names
-    }
+    for method, prefix in (("laplace", ""), ("ep", "ep_")):
+        p_approx, h_approx, e_approx = fits[method]
+        out[f"{prefix}probability_difference"] = float(np.mean(np.abs(p_approx - p_exact)))
+        if kind == "poisson":  # the rates' scale is the data's: the difference per unit of rate
+            relative = np.mean(np.abs(p_approx - p_exact) / p_exact)
+            out[f"{prefix}relative_difference"] = float(relative)
+        difference = {
+            k: np.abs(np.quantile(h_approx[k], QUANTILES) - np.quantile(h_exact[k], QUANTILES))
+            for k in names
+        }
+        out[f"{prefix}quantile_difference_sd"] = {
+            k: float(difference[k].max() / sd[k]) for k in names
+        }
+        # the Monte Carlo standard error of that difference, at the quantile where it is largest
+        out[f"{prefix}quantile_mcse_sd"] = {
+            k: float(np.hypot(e_approx[k], e_exact[k])[difference[k].argmax()] / sd[k])
+            for k in names
+        }
     return out

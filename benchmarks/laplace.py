@@ -221,7 +221,7 @@ def measure_nuts(mesh_name: str, n_train: int, n_test: int, draws: int, chains: 
     table = az.summary(idata, var_names=priors.var_names(model, idata), round_to="none")
     laplace_fn = compile_value_and_grad(model, "FAST_RUN")
     laplace_ms = median_ms(laplace_fn, 5)
-    latent_model, _ = verification_model("bernoulli", D, labels[train], train.size, laplace=False)
+    latent_model, _ = verification_model("bernoulli", D, labels[train], train.size, "latent")
     latent_ms = median_ms(compile_value_and_grad(latent_model, "FAST_RUN"), 3)
     steps = float(idata.sample_stats["n_steps"].mean())
     return {

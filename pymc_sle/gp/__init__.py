@@ -16,12 +16,14 @@ the first name that builds a model (``sle.SLE``, ``sle.sle_priors``, ...).
 - :class:`Laplace` -- a latent GP with a non-Gaussian likelihood (:class:`Bernoulli`,
   :class:`Binomial`, :class:`Poisson`; :class:`Gaussian` as the exact check), whose
   hyperparameters NUTS samples through the Laplace approximation, dense or sparse
-  (``_laplace``).
+  (``_laplace``); :class:`EP` the same through expectation propagation.
 """
 
 from pymc_sle.gp._laplace import (
+    EP,
     Bernoulli,
     Binomial,
+    EPError,
     Gaussian,
     Laplace,
     LaplaceLogDensity,
@@ -37,6 +39,8 @@ from pymc_sle.gp._sparse._op import SparseSLELogDensity
 __all__ = [
     "Bernoulli",
     "Binomial",
+    "EP",
+    "EPError",
     "Gaussian",
     "GaussianLogDensity",
     "Laplace",

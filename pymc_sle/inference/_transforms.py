@@ -179,6 +179,7 @@ class QuantileLog(Transform):
         self._g, self._g_inverse = backward, forward
         #: The cap on u (``None``: no cap).
         self.u_cap = u_cap
+        self._u_cap = None if u_cap is None else data_number(u_cap)
         #: The bound on x the cap makes (``inf`` without one).
         self.bound = np.inf if u_cap is None else float(np.exp(backward.numpy(u_cap)))
 
@@ -247,7 +248,7 @@ class QuantileLog(Transform):
         r""":math:`u` of the sampled value :math:`v` and :math:`\log(du/dv)`."""
         if self.u_cap is None:
             return v, 0.0
-        u_cap = data_number(self.u_cap)
+        u_cap = self._u_cap
         below = (u_cap - v) / self.cap_width
         return u_cap - self.cap_width * pt.softplus(below), -pt.softplus(-below)
 
@@ -256,7 +257,7 @@ class QuantileLog(Transform):
         ``np``."""
         if self.u_cap is None:
             return u
-        u_cap = data_number(self.u_cap) if math is pt else self.u_cap
+        u_cap = self._u_cap if math is pt else self.u_cap
         return u_cap - self.cap_width * math.log(math.expm1((u_cap - u) / self.cap_width))
 
     def forward(self, value, *inputs):

@@ -14,10 +14,11 @@ from pymc_sle.gp._laplace._approximation import (
     PATIENCE,
     DenseStructure,
     NewtonError,
-    dense_laplace,
+    dense_approximation,
     find_mode,
 )
-from pymc_sle.gp._laplace._sparse import sparse_laplace
+from pymc_sle.gp._laplace._op import APPROXIMATIONS
+from pymc_sle.gp._laplace._sparse import sparse_approximation
 from pymc_sle.gp._sparse._problem import SparseSLEProblem
 from pymc_sle.kernels import DenseFromSparseWarning
 
@@ -122,11 +123,14 @@ def test_likelihood_arguments_are_checked():
     assert sle.gp.Bernoulli() != sle.gp.Bernoulli("probit")
 
 
-def test_the_gaussian_case_is_the_exact_marginal_likelihood():
+@pytest.mark.parametrize("approximation", list(APPROXIMATIONS))
+def test_the_gaussian_case_is_the_exact_marginal_likelihood(approximation):
     K = _dense_cov()
     rng = np.random.default_rng(2)
     y, mean, sigma = rng.standard_normal(K.shape[0]), np.full(K.shape[0], 0.3), 0.4
-    value, (d_cov, d_mean, d_sigma) = dense_laplace(K, y, mean, sle.gp.Gaussian(sigma), (sigma,))
+    value, (d_cov, d_mean, d_sigma) = dense_approximation(
+        K, y, mean, sle.gp.Gaussian(sigma), (sigma,), terms=APPROXIMATIONS[approximation]
+    )
     C = K + sigma**2 * np.eye(K.shape[0])
     np.testing.assert_allclose(value, stats.multivariate_normal(mean, C).logpdf(y), rtol=1e-12)
     alpha = np.linalg.solve(C, y - mean)
@@ -164,7 +168,7 @@ def test_the_value_equals_a_brute_force_laplace_approximation(name):
     hessian = np.array([[second(i, j) for j in range(n)] for i in range(n)])
     log_det = np.linalg.slogdet(-hessian)[1]
     expected = log_joint(x) + 0.5 * n * np.log(2 * np.pi) - 0.5 * log_det
-    np.testing.assert_allclose(dense_laplace(K, y, mean, likelihood)[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(dense_approximation(K, y, mean, likelihood)[0], expected, rtol=1e-6)
 
 
 def test_the_approximation_is_close_to_the_exact_integral_in_one_dimension():
@@ -177,7 +181,7 @@ def test_the_approximation_is_close_to_the_exact_integral_in_one_dimension():
         return stats.poisson.pmf(3, np.exp(f)) * stats.norm.pdf(f, 0.0, np.sqrt(variance))
 
     exact = integrate.quad(joint, -10, 10)[0]
-    value = dense_laplace(np.array([[variance]]), y, np.zeros(1), sle.gp.Poisson())[0]
+    value = dense_approximation(np.array([[variance]]), y, np.zeros(1), sle.gp.Poisson())[0]
     assert abs(value - np.log(exact)) < 0.02
     assert value != pytest.approx(np.log(exact), abs=1e-6)
 
@@ -189,21 +193,22 @@ def _finite_difference(function, h=1e-4):
     return (4 * narrow - wide) / 3
 
 
+@pytest.mark.parametrize("approximation", list(APPROXIMATIONS))
 @pytest.mark.parametrize("name", list(LIKELIHOODS))
-def test_dense_gradients_match_finite_differences(name):
+def test_dense_gradients_match_finite_differences(name, approximation):
     K = _dense_cov()
     n = K.shape[0]
     rng = np.random.default_rng(4)
-    likelihood = LIKELIHOODS[name]
+    likelihood, terms = LIKELIHOODS[name], APPROXIMATIONS[approximation]
     y = _observations(name, np.linspace(-1.5, 1.5, n))
     mean, params = np.full(n, 0.1), _parameters(name)
-    _, (d_cov, d_mean, *d_params) = dense_laplace(K, y, mean, likelihood, params)
+    _, (d_cov, d_mean, *d_params) = dense_approximation(K, y, mean, likelihood, params, terms=terms)
     E = rng.standard_normal((n, n))
     E = 0.05 * (E + E.T)
     e = rng.standard_normal(n)
 
     def value(cov=K, m=mean, p=params):
-        return dense_laplace(cov, y, m, likelihood, p, with_gradients=False)[0]
+        return dense_approximation(cov, y, m, likelihood, p, terms=terms, with_gradients=False)[0]
 
     numeric = _finite_difference(lambda h: value(cov=K + h * E))
     np.testing.assert_allclose(np.sum(d_cov * E), numeric, rtol=1e-5, atol=1e-8)
@@ -235,11 +240,13 @@ SLE_VALUES = {"radius": 0.25, "amplitude": 1.1, "shape": 0.9, "ls": 0.7, "scale"
 JITTER = 1e-6
 
 
+@pytest.mark.parametrize("approximation", list(APPROXIMATIONS))
 @pytest.mark.parametrize("inner", ["rbf", "matern32"])
 @pytest.mark.parametrize("name", list(LIKELIHOODS))
-def test_sparse_equals_dense_and_its_gradients_match_finite_differences(name, inner):
+def test_sparse_equals_dense_and_its_gradients_match_finite_differences(name, inner, approximation):
     D, f = _latent()
     likelihood, params = LIKELIHOODS[name], _parameters(name)
+    terms = APPROXIMATIONS[approximation]
     y = _observations(name, f)
     mean = np.full(N, 0.2)
     v = SLE_VALUES
@@ -247,10 +254,12 @@ def test_sparse_equals_dense_and_its_gradients_match_finite_differences(name, in
         D, radius=v["radius"], ls=v["ls"], amplitude=v["amplitude"], shape=v["shape"], inner=inner
     )
     K = v["scale"] * kernel.full(np.arange(N)[:, None]).eval() + JITTER * np.eye(N)
-    dense_value, (_, dense_mean, *dense_params) = dense_laplace(K, y, mean, likelihood, params)
+    dense_value, (_, dense_mean, *dense_params) = dense_approximation(
+        K, y, mean, likelihood, params, terms=terms
+    )
     problem = _problem(D, inner)
-    value, (d_mean, *gradient) = sparse_laplace(
-        problem, y, mean, likelihood, *v.values(), JITTER, params
+    value, (d_mean, *gradient) = sparse_approximation(
+        problem, y, mean, likelihood, *v.values(), JITTER, params, terms=terms
     )
     np.testing.assert_allclose(value, dense_value, rtol=1e-8)
     np.testing.assert_allclose(d_mean, dense_mean, rtol=1e-6, atol=1e-8)
@@ -259,9 +268,8 @@ def test_sparse_equals_dense_and_its_gradients_match_finite_differences(name, in
 
     def at(key, h):
         values = dict(v, **{key: v[key] + h})
-        return sparse_laplace(
-            problem, y, mean, likelihood, *values.values(), JITTER, params, with_gradients=False
-        )[0]
+        return sparse_approximation(problem, y, mean, likelihood, *values.values(), JITTER,
+                                    params, terms=terms, with_gradients=False)[0]  # fmt: skip
 
     for k, key in enumerate(v):
         numeric = _finite_difference(lambda h, key=key: at(key, h))
@@ -283,25 +291,28 @@ def test_newton_reports_the_parameters_when_it_does_not_converge():
         )
 
 
-def test_the_mode_does_not_depend_on_the_warm_start():
+@pytest.mark.parametrize("approximation", list(APPROXIMATIONS))
+def test_the_mode_does_not_depend_on_the_warm_start(approximation):
     K = _dense_cov()
     n = K.shape[0]
     y = _observations("logit", np.linspace(-2, 2, n))
-    cold = dense_laplace(K, y, np.zeros(n), sle.gp.Bernoulli(), warm=None)
-    dense_laplace(2.0 * K, y, np.zeros(n), sle.gp.Bernoulli(), warm="key")  # a different mode
-    warm = dense_laplace(K, y, np.zeros(n), sle.gp.Bernoulli(), warm="key")
-    # Newton's tolerance (1e-10 on the mode) bounds the difference
+    options = {"terms": APPROXIMATIONS[approximation]}
+    cold = dense_approximation(K, y, np.zeros(n), sle.gp.Bernoulli(), warm=None, **options)
+    # a different mode (sites) first
+    dense_approximation(2.0 * K, y, np.zeros(n), sle.gp.Bernoulli(), warm="key", **options)
+    warm = dense_approximation(K, y, np.zeros(n), sle.gp.Bernoulli(), warm="key", **options)
+    # the tolerances (Newton's 1e-10 on the mode, EP's 1e-8 on the matched moments) bound it
     np.testing.assert_allclose(warm[0], cold[0], rtol=1e-9)
     np.testing.assert_allclose(warm[1][0], cold[1][0], rtol=1e-7, atol=1e-10)
 
 
 def test_a_covariance_that_is_not_positive_definite_gives_minus_infinity():
     K = -10.0 * np.eye(4)  # K + W^{-1} is not positive definite (W <= 1/4)
-    value, gradient = dense_laplace(K, np.ones(4), np.zeros(4), sle.gp.Bernoulli())
+    value, gradient = dense_approximation(K, np.ones(4), np.zeros(4), sle.gp.Bernoulli())
     assert value == -np.inf and not np.any(gradient[0])
 
 
-def _model(D, name, *, mode="index", mean_value=0.1):
+def _model(D, name, *, mode="index", mean_value=0.1, gp_class=sle.gp.Laplace):
     f = _latent()[1]
     y = _observations(name, f)
     landmarks = np.arange(0, N, 2)
@@ -317,7 +328,7 @@ def _model(D, name, *, mode="index", mean_value=0.1):
             kernel = sle.SLE(input_dim=landmarks.size, **kwargs)
             sparse = isinstance(D, sle.SparseDistanceMatrix)
             X = D.take(cols=landmarks) if sparse else D[:, landmarks]
-        gp = sle.gp.Laplace(mean_func=pm.gp.mean.Constant(mean_value), cov_func=eta**2 * kernel)
+        gp = gp_class(mean_func=pm.gp.mean.Constant(mean_value), cov_func=eta**2 * kernel)
         likelihood = sle.gp.Gaussian(sigma) if name == "gaussian" else LIKELIHOODS[name]
         gp.marginal_likelihood("y", X=X, y=y, likelihood=likelihood)
     return model, gp, X
@@ -334,18 +345,22 @@ def _ops(model) -> set[str]:
     return {type(node.op).__name__ for node in model.compile_dlogp().f.maker.fgraph.apply_nodes}
 
 
-@pytest.mark.parametrize("mode", ["index", "feature"])
-@pytest.mark.parametrize("name", ["logit", "poisson", "gaussian"])
-def test_the_gp_class_is_sparse_on_sparse_distances_and_equals_dense(name, mode):
+@pytest.mark.parametrize(
+    ("name", "mode", "gp_class"),
+    [*((name, mode, sle.gp.Laplace) for name in ("logit", "poisson", "gaussian")
+       for mode in ("index", "feature")),
+     ("logit", "index", sle.gp.EP), ("poisson", "feature", sle.gp.EP)],
+)  # fmt: skip
+def test_the_gp_class_is_sparse_on_sparse_distances_and_equals_dense(name, mode, gp_class):
     D = _latent()[0]
     sparse = sle.SparseDistanceMatrix.from_dense(D, cutoff=CUTOFF)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DenseFromSparseWarning)  # nothing dense is formed
-        model, gp, X = _model(sparse, name, mode=mode)
+        model, gp, X = _model(sparse, name, mode=mode, gp_class=gp_class)
         ops = _ops(model)
         point, value, gradient = _value_and_gradient(model)
     assert "LaplaceLogDensity" in ops and not {"DenseDistances", "Cholesky"} & ops
-    dense_model, dense_gp, dense_X = _model(D, name, mode=mode)
+    dense_model, dense_gp, dense_X = _model(D, name, mode=mode, gp_class=gp_class)
     _, expected, expected_gradient = _value_and_gradient(dense_model)
     np.testing.assert_allclose(value, expected, rtol=1e-8)
     np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-6, atol=1e-8)
@@ -457,8 +472,10 @@ def test_an_ill_conditioned_covariance_converges_to_rounding():
     y = _observations("logit", f)
     problem = _problem(D)
     v = dict(SLE_VALUES, ls=0.07)
-    sensible = sparse_laplace(problem, y, np.zeros(N), sle.gp.Bernoulli(), *v.values(), JITTER)
-    wild = sparse_laplace(
+    sensible = sparse_approximation(
+        problem, y, np.zeros(N), sle.gp.Bernoulli(), *v.values(), JITTER
+    )
+    wild = sparse_approximation(
         problem, y, np.zeros(N), sle.gp.Bernoulli(), *dict(v, scale=1e11).values(), JITTER
     )
     assert np.isfinite(wild[0]) and wild[0] < sensible[0] - 10

@@ -58,6 +58,7 @@ alpha, minus)``, the parameters' gradient for :math:`\Omega = \tfrac12(\alpha\al
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 import numpy as np
 from scipy import linalg
@@ -68,9 +69,11 @@ __all__ = [
     "DenseStructure",
     "LaplaceMode",
     "NewtonError",
-    "dense_laplace",
+    "Terms",
+    "dense_approximation",
     "find_mode",
     "implicit_terms",
+    "laplace_terms",
     "likelihood_gradients",
     "log_marginal",
 ]
@@ -113,6 +116,7 @@ class DenseStructure:
 class _DenseFactor:
     def __init__(self, factor):
         self.cho = factor
+        self._inverse = None
 
     def solve(self, rhs):
         return linalg.cho_solve(self.cho, rhs, check_finite=False)
@@ -121,7 +125,9 @@ class _DenseFactor:
         return 2.0 * float(np.sum(np.log(np.diag(self.cho[0]))))
 
     def inverse(self):
-        return self.solve(np.eye(self.cho[0].shape[0]))
+        if self._inverse is None:
+            self._inverse = self.solve(np.eye(self.cho[0].shape[0]))
+        return self._inverse
 
     def inverse_diagonal(self):
         return np.diag(self.inverse()).copy()
@@ -263,22 +269,49 @@ def likelihood_gradients(mode, structure, likelihood, y, mean, parameters, varia
     )
 
 
-def dense_laplace(cov, y, mean, likelihood, parameters=(), *, with_gradients=True, warm=None,
-                  describe=None):  # fmt: skip
-    """``log q(y)`` for the dense covariance ``cov`` (jitter included) and, with gradients,
-    ``(d/d cov, d/d mean, d/d each likelihood parameter)``; ``-inf`` and zeros when ``cov +
+class Terms(NamedTuple):
+    r"""What the log density and its gradient need from an approximation: ``value`` (the log
+    marginal likelihood), ``state`` (a :class:`LaplaceMode` or EP's sites: ``a``, ``factor``,
+    ``w``, ``pseudo_observations``) and, with gradients, ``p`` and ``t`` with
+    :math:`\partial/\partial K = \tfrac12(pp^\top - tt^\top - C^{-1})`,
+    :math:`\partial/\partial m = p`, and ``d_params``, one per likelihood parameter."""
+
+    value: float
+    state: object
+    p: np.ndarray | None = None
+    t: np.ndarray | None = None
+    d_params: tuple = ()
+
+
+def laplace_terms(structure, likelihood, y, mean, parameters=(), *, with_gradients=True,
+                  warm=None, describe=None):  # fmt: skip
+    """The Laplace approximation's :class:`Terms` (module notes), ``None`` when ``K +
     W^{-1}`` is not numerically positive definite."""
-    structure = DenseStructure(cov)
-    n = structure.n
     mode = find_mode(structure, likelihood, y, mean, parameters, warm=warm, describe=describe)
     if mode is None:
-        return -np.inf, (np.zeros((n, n)), np.zeros(n), *np.zeros(len(parameters)))
+        return None
     value = log_marginal(mode)
     if not with_gradients:
-        return value, None
-    inverse = mode.factor.inverse()
-    variance, t = implicit_terms(mode, np.diag(inverse))
-    p = mode.a + t
-    d_cov = 0.5 * (np.outer(p, p) - np.outer(t, t) - inverse)
+        return Terms(value, mode)
+    variance, t = implicit_terms(mode, mode.factor.inverse_diagonal())
     d_params = likelihood_gradients(mode, structure, likelihood, y, mean, parameters, variance, t)
-    return value, (d_cov, p, *d_params)
+    return Terms(value, mode, mode.a + t, t, d_params)
+
+
+def dense_approximation(cov, y, mean, likelihood, parameters=(), *, terms=laplace_terms,
+                        with_gradients=True, warm=None, describe=None):  # fmt: skip
+    """``log q(y)`` by ``terms`` (:func:`laplace_terms` or EP's) for the dense covariance
+    ``cov`` (jitter included) and, with gradients, ``(d/d cov, d/d mean, d/d each likelihood
+    parameter)``; ``-inf`` and zeros when the approximation's ``C`` is not numerically
+    positive definite."""
+    structure = DenseStructure(cov)
+    n = structure.n
+    found = terms(structure, likelihood, y, mean, parameters, with_gradients=with_gradients,
+                  warm=warm, describe=describe)  # fmt: skip
+    if found is None:
+        return -np.inf, (np.zeros((n, n)), np.zeros(n), *np.zeros(len(parameters)))
+    if not with_gradients:
+        return found.value, None
+    p, t = found.p, found.t
+    d_cov = 0.5 * (np.outer(p, p) - np.outer(t, t) - found.state.factor.inverse())
+    return found.value, (d_cov, p, *found.d_params)

@@ -15,15 +15,15 @@ from scipy import sparse as sparse_matrix
 
 from pymc_sle._validation import constant_value
 from pymc_sle.distances._sparse_matrix import SparseDistanceMatrix
-from pymc_sle.gp._laplace._approximation import DenseStructure, find_mode
+from pymc_sle.gp._laplace._approximation import DenseStructure
 from pymc_sle.gp._laplace._likelihoods import Likelihood
-from pymc_sle.gp._laplace._op import SPARSE_PARAMETERS, LaplaceLogDensity
+from pymc_sle.gp._laplace._op import APPROXIMATIONS, SPARSE_PARAMETERS, LaplaceLogDensity
 from pymc_sle.gp._laplace._sparse import SparseStructure
 from pymc_sle.gp._marginal_form import marginal_form, sparse_likelihood
 from pymc_sle.gp._sparse import draw
 from pymc_sle.gp._sparse import predict as predict_sparse
 
-__all__ = ["Laplace", "LaplacePrediction"]
+__all__ = ["EP", "Laplace", "LaplacePrediction"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,9 @@ class Laplace:
     True
     """
 
+    #: The approximation of the marginal likelihood (``LaplaceLogDensity``'s).
+    approximation = "laplace"
+
     def __init__(self, *, mean_func=None, cov_func=None):
         if cov_func is None:
             raise TypeError("`cov_func` is required: the latent GP's covariance")
@@ -138,14 +141,14 @@ class Laplace:
         extra = likelihood.parameters()
         if found is not None:
             problem, parameters = found
-            op = LaplaceLogDensity(likelihood, problem)
+            op = LaplaceLogDensity(likelihood, problem, approximation=self.approximation)
             dist_params = (mean, *parameters, *extra)
             logp = partial(_sparse_logp, op=op)
             random = partial(_sparse_random, problem=problem, likelihood=likelihood)
             signature = "(n)" + ",()" * (len(parameters) + len(extra)) + "->(n)"
         else:
             problem, parameters = None, (cov,)
-            op = LaplaceLogDensity(likelihood)
+            op = LaplaceLogDensity(likelihood, approximation=self.approximation)
             dist_params = (mean, cov, *extra)
             logp = partial(_dense_logp, op=op)
             random = partial(_dense_random, likelihood=likelihood)
@@ -202,6 +205,44 @@ class Laplace:
         return _Predictor(self, Xnew, pm.modelcontext(model))
 
 
+class EP(Laplace):
+    r"""A latent GP observed through a non-Gaussian likelihood, with the hyperparameters'
+    posterior targeted through expectation propagation (EP): :class:`Laplace`'s interface,
+    with the observed variable's log density
+
+    .. math::
+
+        \log Z_{\text{EP}}(y \mid \theta) = \log\mathcal N(\tilde\mu; m, K + \tilde T^{-1})
+            + \sum_i \Bigl[\log Z_i - \log\mathcal N\bigl(\tilde\mu_i; \mu_{-i},
+            \tau_{-i}^{-1} + \tilde\tau_i^{-1}\bigr)\Bigr],
+
+    the Gaussian sites :math:`\mathcal N(f_i; \tilde\mu_i, \tilde\tau_i^{-1})` chosen so
+    that each posterior marginal has the mean and variance of its tilted distribution
+    :math:`p(y_i \mid f_i)\,\mathcal N(f_i; \mu_{-i}, \tau_{-i}^{-1})` (cavity
+    :math:`\mathcal N(\mu_{-i}, \tau_{-i}^{-1})`, normaliser :math:`Z_i`). Each EP sweep
+    costs one factorisation of :math:`K + \tilde T^{-1}` and the diagonal of its inverse (the
+    selected inverse on sparse distances), against a Newton step's factorisation alone:
+    several times the Laplace approximation's time, for a marginal likelihood and predictions
+    much closer to the exact ones where the likelihood is far from Gaussian (binary labels).
+    :doc:`/how-to/classification` compares the two against NUTS on the latent values.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> import pymc_sle as sle
+    >>> x = np.linspace(0, 1, 30)
+    >>> y = (np.sin(6 * x) > 0).astype(float)
+    >>> with pm.Model() as model:
+    ...     ls = pm.LogNormal("ls", -1.0, 0.5)
+    ...     gp = sle.gp.EP(cov_func=4.0 * pm.gp.cov.ExpQuad(1, ls=ls))
+    ...     y_obs = gp.marginal_likelihood("y", X=x[:, None], y=y, likelihood=sle.gp.Bernoulli())
+    >>> bool(np.isfinite(model.compile_logp()(model.initial_point())))
+    True
+    """
+
+    approximation = "ep"
+
+
 @dataclass
 class _Fit:
     X: object
@@ -221,6 +262,7 @@ class _Predictor:
     def __init__(self, gp: Laplace, Xnew, model: pm.Model):
         fit = gp._fit
         self.fit = fit
+        self.terms, self.method = APPROXIMATIONS[gp.approximation], type(gp).__name__
         mean_new = pt.broadcast_to(gp.mean_func(Xnew), (_rows(Xnew),))
         if fit.problem is None:
             wanted = [fit.parameters[0], gp.cov_func(fit.X, Xnew), gp.cov_func(Xnew, diag=True)]
@@ -248,27 +290,28 @@ class _Predictor:
         mean, mean_new, *extra = (np.asarray(v, float) for v in values[self.n_structure :])
         if fit.problem is None:
             cov, cross, prior = (np.asarray(v, float) for v in structure)
-            mode = find_mode(DenseStructure(cov), fit.likelihood, fit.y, mean, extra)
-            _check_mode(mode)
+            mode = self._state(DenseStructure(cov), mean, extra)
             solved = mode.factor.solve(cross)
             variance = prior - np.einsum("ij,ij->j", cross, solved)
             return mean_new + cross.T @ mode.a, np.maximum(variance, 0.0)
         numbers = [float(v) for v in structure]
-        mode = find_mode(SparseStructure(fit.problem, *numbers), fit.likelihood, fit.y, mean,
-                         extra)  # fmt: skip
-        _check_mode(mode)
+        mode = self._state(SparseStructure(fit.problem, *numbers), mean, extra)
         *sle_values, jitter = numbers
         offset, variance = predict_sparse(fit.problem, self.new, mode.pseudo_observations,
                                           *sle_values, jitter + 1.0 / mode.w)  # fmt: skip
         return mean_new + offset, variance
 
-
-def _check_mode(mode):
-    if mode is None:
-        raise ValueError(
-            "the latent covariance at these hyperparameters is not numerically positive "
-            "definite; no prediction exists"
-        )
+    def _state(self, structure, mean, extra):
+        """The Laplace mode or EP's sites: ``a``, ``factor``, ``w``, ``pseudo_observations``."""
+        found = self.terms(structure, self.fit.likelihood, self.fit.y, mean, extra,
+                           with_gradients=False)  # fmt: skip
+        if found is None:
+            raise ValueError(
+                f"the {self.method} approximation cannot be formed "
+                "at these hyperparameters (the latent covariance is not numerically positive "
+                "definite, or EP's cavities lost their precision); no prediction exists"
+            )
+        return found.state
 
 
 def _rows(X) -> int:

@@ -15,39 +15,48 @@ from pymc_sle._backends import (
     one_blas_thread_in_workers,
     register_value_only,
 )
-from pymc_sle.gp._laplace._approximation import dense_laplace
+from pymc_sle.gp._laplace._approximation import dense_approximation, laplace_terms
+from pymc_sle.gp._laplace._ep import ep_terms
 from pymc_sle.gp._laplace._likelihoods import Likelihood
-from pymc_sle.gp._laplace._sparse import sparse_laplace
+from pymc_sle.gp._laplace._sparse import sparse_approximation
 from pymc_sle.gp._sparse import PARAMETERS, SparseSLEProblem
 
-__all__ = ["LaplaceLogDensity"]
+__all__ = ["APPROXIMATIONS", "LaplaceLogDensity"]
 
 #: The sparse Op's SLE inputs after the mean (the jitter is the Gaussian path's noise).
 SPARSE_PARAMETERS = (*PARAMETERS[:-1], "jitter")
+#: The approximations of the marginal likelihood, by name: their ``Terms`` functions.
+APPROXIMATIONS = {"laplace": laplace_terms, "ep": ep_terms}
 
 
 class LaplaceLogDensity(Op):
-    """The Laplace approximation of ``log p(y)`` for a latent GP, and its gradient.
+    """An approximation of ``log p(y)`` for a latent GP (``approximation``: ``"laplace"`` or
+    ``"ep"``, expectation propagation), and its gradient.
 
     Dense (``problem=None``): inputs ``(y, cov, mean, *likelihood parameters)``, ``cov`` the
     latent covariance with jitter. Sparse (``problem`` a
     ``pymc_sle.gp._sparse.SparseSLEProblem``): inputs ``(y, mean, radius, amplitude,
     shape, ls, scale, jitter, *likelihood parameters)``. The outputs are ``log q`` and, with
     ``with_gradients``, its gradient with respect to each input after ``y``, all from one
-    Newton iteration (warm-started per thread from this Op's last mode).
+    Newton iteration or EP run (warm-started per thread from this Op's last mode or sites).
     """
 
-    __props__ = ("likelihood", "problem", "with_gradients")
+    __props__ = ("likelihood", "problem", "with_gradients", "approximation")
 
     def __init__(
         self,
         likelihood: Likelihood,
         problem: SparseSLEProblem | None = None,
         with_gradients: bool = True,
+        approximation: str = "laplace",
     ):
+        if approximation not in APPROXIMATIONS:
+            raise ValueError(f"`approximation` must be one of {sorted(APPROXIMATIONS)}, but got "
+                             f"{approximation!r}")  # fmt: skip
         self.likelihood = likelihood
         self.problem = problem
         self.with_gradients = bool(with_gradients)
+        self.approximation = approximation
 
     def _names(self) -> tuple[str, ...]:
         structure = ("cov", "mean") if self.problem is None else ("mean", *SPARSE_PARAMETERS)
@@ -89,19 +98,19 @@ class LaplaceLogDensity(Op):
         n = y.shape[0] if self.problem is None else self.problem.n
         if y.shape != (n,) or rest[0 if self.problem is not None else 1].shape != (n,):
             raise ValueError(f"`y` and `mean` must have shape ({n},), but have {y.shape}")
-        describe = lambda: self._describe(rest)  # noqa: E731
+        options = {"terms": APPROXIMATIONS[self.approximation], "warm": id(self),
+                   "with_gradients": self.with_gradients,
+                   "describe": lambda: self._describe(rest)}  # fmt: skip
         if self.problem is None:
             cov, mean, *parameters = rest
-            value, gradient = dense_laplace(cov, y, mean, self.likelihood, parameters,
-                                            with_gradients=self.with_gradients, warm=id(self),
-                                            describe=describe)  # fmt: skip
+            value, gradient = dense_approximation(cov, y, mean, self.likelihood, parameters,
+                                                  **options)  # fmt: skip
         else:
             mean, *values = rest
             sle_values = [float(v) for v in values[: len(SPARSE_PARAMETERS)]]
             parameters = [float(v) for v in values[len(SPARSE_PARAMETERS) :]]
-            value, gradient = sparse_laplace(self.problem, y, mean, self.likelihood, *sle_values,
-                                             parameters, with_gradients=self.with_gradients,
-                                             warm=id(self), describe=describe)  # fmt: skip
+            value, gradient = sparse_approximation(self.problem, y, mean, self.likelihood,
+                                                   *sle_values, parameters, **options)  # fmt: skip
         output_storage[0][0] = np.asarray(value, dtype=float)
         if self.with_gradients:
             for storage, part in zip(output_storage[1:], gradient, strict=True):
@@ -111,14 +120,17 @@ class LaplaceLogDensity(Op):
         gradient = (
             outputs[1:]
             if self.with_gradients
-            else LaplaceLogDensity(self.likelihood, self.problem)(*inputs)[1:]
+            else LaplaceLogDensity(self.likelihood, self.problem, True, self.approximation)(
+                *inputs
+            )[1:]
         )
         undefined = grad_undefined(self, 0, inputs[0], "the observations are data")
         return [undefined, *(output_grads[0] * part for part in gradient)]
 
 
 register_value_only(
-    LaplaceLogDensity, lambda op: LaplaceLogDensity(op.likelihood, op.problem, False)
+    LaplaceLogDensity,
+    lambda op: LaplaceLogDensity(op.likelihood, op.problem, False, op.approximation),
 )
 
 

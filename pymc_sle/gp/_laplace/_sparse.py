@@ -16,12 +16,7 @@ import numba
 import numpy as np
 from scipy import linalg
 
-from pymc_sle.gp._laplace._approximation import (
-    find_mode,
-    implicit_terms,
-    likelihood_gradients,
-    log_marginal,
-)
+from pymc_sle.gp._laplace._approximation import laplace_terms
 from pymc_sle.gp._sparse._likelihood import (
     PARAMETERS,
     admissible,
@@ -34,7 +29,7 @@ from pymc_sle.gp._sparse._likelihood import (
 )
 from pymc_sle.gp._sparse._problem import SparseSLEProblem
 
-__all__ = ["SparseStructure", "sparse_laplace"]
+__all__ = ["SparseStructure", "sparse_approximation"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -109,29 +104,28 @@ class _SparseFactor:
                                                                      whitened)  # fmt: skip
 
 
-def sparse_laplace(
+def sparse_approximation(
     problem: SparseSLEProblem, y, mean, likelihood, radius, amplitude, shape, ls, scale, jitter,
-    parameters=(), *, with_gradients=True, warm=None, describe=None,
+    parameters=(), *, terms=laplace_terms, with_gradients=True, warm=None, describe=None,
 ):  # fmt: skip
-    """``log q(y)`` and, with gradients, its derivatives ``(d/d mean, d/d radius, amplitude,
-    shape, ls, scale, jitter, d/d each likelihood parameter)``; ``-inf`` and zeros when
-    ``K + W^{-1}`` is not numerically positive definite."""
+    """``log q(y)`` by ``terms`` (``laplace_terms`` or EP's) and, with gradients, its
+    derivatives ``(d/d mean, d/d radius, amplitude, shape, ls, scale, jitter, d/d each
+    likelihood parameter)``; ``-inf`` and zeros when the approximation's ``C`` is not
+    numerically positive definite."""
+    failed = -np.inf, (np.zeros(problem.n), *np.zeros(len(PARAMETERS) + len(parameters)))
     if not admissible(radius, amplitude, ls, scale, jitter):
-        return -np.inf, (np.zeros(problem.n), *np.zeros(len(PARAMETERS) + len(parameters)))
+        return failed
     structure = SparseStructure(problem, radius, amplitude, shape, ls, scale, jitter)
-    mode = find_mode(structure, likelihood, y, mean, parameters, warm=warm, describe=describe)
-    if mode is None:
-        return -np.inf, (np.zeros(problem.n), *np.zeros(len(PARAMETERS) + len(parameters)))
-    value = log_marginal(mode)
+    found = terms(structure, likelihood, y, mean, parameters, with_gradients=with_gradients,
+                  warm=warm, describe=describe)  # fmt: skip
+    if found is None:
+        return failed
     if not with_gradients:
-        return value, None
-    factor = mode.factor
-    variance, t = implicit_terms(mode, factor.inverse_diagonal())
-    p = mode.a + t
+        return found.value, None
+    factor = found.state.factor
     kernel_gradients = parameter_gradients(
         problem, factor.values, structure.low_rank, structure.kept, structure.gamma,
-        structure.norms, structure.pairs, factor.z, factor.chol_m, p, t, structure.values,
-        inverse=factor.inverse(),
+        structure.norms, structure.pairs, factor.z, factor.chol_m, found.p, found.t,
+        structure.values, inverse=factor.inverse(),
     )  # fmt: skip
-    d_params = likelihood_gradients(mode, structure, likelihood, y, mean, parameters, variance, t)
-    return value, (p, *kernel_gradients, *d_params)
+    return found.value, (found.p, *kernel_gradients, *found.d_params)

@@ -1,0 +1,127 @@
+"""Expectation propagation: the tilted moments against numerical integration, the marginal
+likelihood against a brute-force integral, the failure path and the GP class. The identities
+it shares with the Laplace path (the Gaussian case, gradients against finite differences,
+dense against sparse, the warm start) are parametrized over both in ``test_laplace``."""
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import integrate
+
+import pymc_sle as sle
+from pymc_sle.gp._laplace._approximation import DenseStructure, dense_approximation
+from pymc_sle.gp._laplace._ep import ep_terms, find_sites
+
+TILTED = {
+    "logit": (sle.gp.Bernoulli(), [1.0, 0.0, 1.0, 0.0]),
+    "probit": (sle.gp.Bernoulli(link="probit"), [1.0, 0.0, 1.0, 0.0]),
+    "binomial": (sle.gp.Binomial(n=5), [0.0, 5.0, 2.0, 0.0]),
+    "poisson": (sle.gp.Poisson(), [0.0, 40.0, 3.0, 0.0]),
+    "gaussian": (sle.gp.Gaussian(0.3), [0.5, -2.0, 4.2, 0.0]),
+}
+#: Cavities from narrow to a hundred times wider than the likelihood (a latent scale of 10).
+CAVITY_MEANS = np.array([0.3, -2.0, 4.0, 3.0])
+CAVITY_VARIANCES = np.array([0.5, 20.0, 1e-3, 100.0])
+
+
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
+@pytest.mark.parametrize("name", list(TILTED))
+def test_the_tilted_moments_equal_numerical_integrals(name):
+    likelihood, y = TILTED[name]
+    y = np.array(y)
+    params = (0.3,) if name == "gaussian" else ()
+    log_z, mean, variance = likelihood.tilted(y, CAVITY_MEANS, CAVITY_VARIANCES, *params)
+    for i, (mu, v) in enumerate(zip(CAVITY_MEANS, CAVITY_VARIANCES, strict=True)):
+        sd = np.sqrt(variance[i])
+        peak = likelihood.pointwise(y[i : i + 1], mean[i : i + 1], *params)[0][0]
+
+        def moment(k, i=i, mu=mu, v=v, peak=peak, sd=sd):
+            def integrand(f):
+                log_p = likelihood.pointwise(y[i : i + 1], np.array([f]), *params)[0][0]
+                return np.exp(log_p - peak - 0.5 * (f - mu) ** 2 / v) * (f - mean[i]) ** k
+
+            ends = mean[i] - 60 * sd, mean[i] + 60 * sd
+            return integrate.quad(integrand, *ends, points=[mean[i]], limit=2000, epsabs=0,
+                                  epsrel=1e-13)[0]  # fmt: skip
+
+        z = moment(0)
+        np.testing.assert_allclose(log_z[i], np.log(z) + peak - 0.5 * np.log(2 * np.pi * v),
+                                   rtol=1e-8, atol=1e-8)  # fmt: skip
+        assert abs(moment(1) / z) < 1e-7 * sd
+        np.testing.assert_allclose(variance[i], moment(2) / z, rtol=1e-7)
+
+
+def _exact_two_point(K, y, likelihood, mean):
+    """``log p(y)`` for two latent values by a 200 x 200 Gauss-Hermite product rule."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(200)
+    weights = weights / weights.sum()
+    grid = np.stack(np.meshgrid(nodes, nodes, indexing="ij"))
+    f = mean[:, None, None] + np.einsum("ij,jab->iab", np.linalg.cholesky(K), grid)
+    log_p = likelihood.pointwise(y[:, None, None], f)[0].sum(0)
+    return np.log(np.sum(np.outer(weights, weights) * np.exp(log_p)))
+
+
+@pytest.mark.parametrize("scale", [1.0, 4.0])
+@pytest.mark.parametrize(
+    ("name", "y"),
+    [("logit", [1.0, 0.0]), ("probit", [1.0, 1.0]), ("poisson", [0.0, 6.0]),
+     ("binomial", [0.0, 3.0])],
+)  # fmt: skip
+def test_ep_is_much_closer_to_the_exact_integral_than_laplace(name, y, scale):
+    likelihood, y = TILTED[name][0], np.array(y)
+    K = scale * np.array([[1.0, 0.7], [0.7, 1.0]])
+    mean = np.array([0.2, -0.1])
+    exact = _exact_two_point(K, y, likelihood, mean)
+    ep = dense_approximation(K, y, mean, likelihood, terms=ep_terms)[0]
+    laplace = dense_approximation(K, y, mean, likelihood)[0]
+    assert abs(ep - exact) < 3e-3
+    assert abs(ep - exact) < 0.2 * abs(laplace - exact)
+
+
+def test_ep_keeps_the_limit_of_a_growing_signal_variance():
+    """With the signal variance s growing, the probit labels' exact marginal likelihood tends
+    to an orthant probability (:math:`\\tfrac14 + \\arcsin\\rho / 2\\pi` for two points of
+    correlation :math:`\\rho`); EP's stays near it, Laplace's falls without bound."""
+    rho, y = 0.7, np.array([1.0, 1.0])
+    limit = np.log(0.25 + np.arcsin(rho) / (2 * np.pi))
+    likelihood = sle.gp.Bernoulli(link="probit")
+    values = {}
+    for scale in (1e4, 1e8):
+        K = scale * np.array([[1.0, rho], [rho, 1.0]])
+        ep = dense_approximation(K, y, np.zeros(2), likelihood, terms=ep_terms)[0]
+        values[scale] = ep, dense_approximation(K, y, np.zeros(2), likelihood)[0]
+        assert abs(ep - limit) < 0.02
+    assert values[1e4][1] < limit - 1.0 and values[1e8][1] < values[1e4][1] - 0.5
+
+
+def test_ep_reports_the_parameters_when_it_does_not_converge():
+    x = np.linspace(0, 3, 12)
+    K = 4.0 * np.exp(-0.5 * (x[:, None] - x[None]) ** 2) + 1e-6 * np.eye(12)
+    y = (np.sin(3 * x) > 0).astype(float)
+    with pytest.raises(sle.gp.EPError, match=r"did not converge in 1 sweeps .* at eta=7"):
+        find_sites(DenseStructure(K), sle.gp.Bernoulli(), y, np.zeros(12), max_sweeps=1,
+                   describe=lambda: "eta=7")  # fmt: skip
+    sites = find_sites(DenseStructure(K), sle.gp.Bernoulli(), y, np.zeros(12))
+    assert 1 < sites.sweeps < 50
+
+
+def test_the_ep_class_fits_and_predicts_between_laplace_and_the_labels():
+    """EP's predictive probabilities are further from 1/2 than Laplace's (Laplace's known
+    under-confidence) on the training labels, at the same hyperparameters."""
+    x = np.linspace(0, 1, 40)
+    y = (np.sin(8 * x) > 0).astype(float)
+    predictions = {}
+    for gp_class in (sle.gp.Laplace, sle.gp.EP):
+        with pm.Model():
+            gp = gp_class(cov_func=9.0 * pm.gp.cov.ExpQuad(1, ls=0.1))
+            gp.marginal_likelihood("y", X=x[:, None], y=y, likelihood=sle.gp.Bernoulli())
+            mean, variance = gp.predict(x[:, None], point={})
+        predictions[gp_class.__name__] = sle.gp.Bernoulli().mean(mean, variance)
+    ep, laplace = predictions["EP"], predictions["Laplace"]
+    assert np.mean(np.abs(ep - 0.5)) > np.mean(np.abs(laplace - 0.5)) + 0.01
+    assert np.mean((ep > 0.5) == y) > 0.9
+
+
+def test_the_approximation_is_checked():
+    with pytest.raises(ValueError, match=r"`approximation` must be one of \['ep', 'laplace'\]"):
+        sle.gp.LaplaceLogDensity(sle.gp.Bernoulli(), approximation="vb")
