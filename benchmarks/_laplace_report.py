@@ -26,16 +26,30 @@ def summary(result: dict) -> str:
             "## Log density + gradient against N",
             "",
             "| mesh | N | distances / row | cold (s) | Newton steps, cold | warm (s) | "
-            "Newton steps, warm | Gaussian sparse (s) | warm / Gaussian | peak (MiB) |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "Newton steps, warm | Gaussian sparse (s) | warm / Gaussian | EP cold (s) "
+            "| EP sweeps, cold | EP warm (s) | EP sweeps, warm | EP / Laplace, warm | peak (MiB) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in result["sizes"]:
+            ep = (
+                f"{r['ep_cold_s']:.2f} | {r['ep_sweeps_cold']} | {r['ep_warm_s']:.2f} "
+                f"| {r['ep_sweeps_warm']:.1f} | {r['ep_vs_laplace']:.1f}"
+                if "ep_cold_s" in r
+                else "-- | -- | -- | -- | --"
+            )
             lines.append(
                 f"| {r['mesh']} | {r['n']:,} | {r['distances_per_row']:.0f} | {r['cold_s']:.2f} "
                 f"| {r['newton_cold']} | {r['warm_s']:.2f} | {r['newton_warm']:.1f} "
-                f"| {r['gaussian_s']:.2f} | {r['warm_vs_gaussian']:.1f} | {r['peak_mib']:,.0f} |"
+                f"| {r['gaussian_s']:.2f} | {r['warm_vs_gaussian']:.1f} | {ep} "
+                f"| {r['peak_mib']:,.0f} |"
             )
-        lines.append("")
+        lines += [
+            "",
+            "EP (`sle.gp.EP`) on the same model; its columns are empty in rows measured before "
+            "it existed. EP / Laplace is the median of the two warm evaluations' ratio, taken "
+            "alternately.",
+            "",
+        ]
     if result.get("map"):
         lines += [
             "## MAP classification",

@@ -1,4 +1,5 @@
-"""The Laplace latent GP (``sle.gp.Laplace``) at scale and against the exact posterior.
+"""The latent GP by Laplace (``sle.gp.Laplace``) and EP (``sle.gp.EP``) at scale and against
+the exact posterior.
 
 Four sections, each run on its own (``--section``; the others' results are kept):
 
@@ -6,7 +7,8 @@ Four sections, each run on its own (``--section``; the others' results are kept)
   the Laplace log density + gradient of a Bernoulli classifier through the sparse path, cold
   (Newton from zero) and warm (from the previous mode, as in a sampler: the median over small
   steps of the hyperparameters), Newton steps for each, against the Gaussian sparse likelihood
-  on the same distances, and peak memory (each N in a fresh process).
+  on the same distances, the same for ``sle.gp.EP`` (EP sweeps for Newton steps, and its warm
+  time against Laplace's, alternately), and peak memory (each N in a fresh process).
 - ``map``: classification of the Stanford bunny's vertices (labels: Bernoulli of the logistic
   of three geodesic sines), the README's recipe (``sle_priors`` with the likelihood, MAP by
   ``sle.find_map``) on 86 % of the vertices and on
@@ -15,13 +17,13 @@ Four sections, each run on its own (``--section``; the others' results are kept)
 - ``nuts``: NUTS over the hyperparameters at n = 2,000, 4 x (500 + 500) on 2 cores: r̂, ESS, time
   and held-out scores (``gp.predictive``), and one log density + gradient of ``pm.gp.Latent``'s
   model (NUTS over every latent value) at the same n, dense.
-- ``verify``: against ``pm.gp.Latent`` + NUTS on the latent values (the exact posterior, up to
-  Monte Carlo) at n = 200 on dense distances, 4 x (1000 + 1000) each with nutpie (numba
-  compiles the latent model's dense linear algebra, which PyTensor's C backend runs in Python),
-  for Bernoulli and Poisson labels and for Bernoulli labels with well-separated classes (where
-  Laplace is known to be weak): the mean absolute difference of the held-out predictive
-  probabilities (rates), and of the hyperparameters' 5/50/95 % quantiles in the exact
-  posterior's sds, with that difference's Monte Carlo error, r̂ and ESS.
+- ``verify``: Laplace + NUTS and EP + NUTS against ``pm.gp.Latent`` + NUTS on the latent values
+  (the exact posterior, up to Monte Carlo) at n = 200 on dense distances, 4 x (1000 + 1000) each
+  with nutpie (numba compiles the latent model's dense linear algebra, which PyTensor's C
+  backend runs in Python), for Bernoulli and Poisson labels and for Bernoulli labels with
+  well-separated classes (where Laplace is known to be weak): the mean absolute difference of
+  the held-out predictive probabilities (rates), and of the hyperparameters' 5/50/95 % quantiles
+  in the exact posterior's sds, with that difference's Monte Carlo error, r̂ and ESS.
 
 ``--n`` (sizes) and ``--case`` (verify) run some rows of a section and keep the others.
 
@@ -57,9 +59,9 @@ SECTIONS = ("sizes", "map", "nuts", "verify")
 REPORT = "report"
 
 
-def _classifier(D, n_train: int, labels):
-    """The README's classifier: ``sle.gp.Laplace`` with ``sle_priors``' latent priors; the
-    model, the GP and the priors."""
+def _classifier(D, n_train: int, labels, gp_class=None):
+    """The README's classifier: ``sle.gp.Laplace`` (or ``gp_class``) with ``sle_priors``'
+    latent priors; the model, the GP and the priors."""
     import pymc as pm
 
     import pymc_sle as sle
@@ -67,7 +69,8 @@ def _classifier(D, n_train: int, labels):
     bernoulli, rows = sle.gp.Bernoulli(), np.arange(n_train)
     with pm.Model() as model:
         priors = sle.sle_priors(D, rows, labels, likelihood=bernoulli)
-        gp = sle.gp.Laplace(mean_func=priors.mean_func(), cov_func=priors.covariance())
+        gp_class = gp_class or sle.gp.Laplace
+        gp = gp_class(mean_func=priors.mean_func(), cov_func=priors.covariance())
         gp.marginal_likelihood("y", X=rows[:, None], y=labels, likelihood=bernoulli)
     return model, gp, priors
 
@@ -82,17 +85,25 @@ def measure_size(mesh_name: str, n: int, reps: int) -> dict:
     D, distances_s, train, _, latent, labels = labelled_mesh(mesh_name, n)
     n = train.size
     model, _, _ = _classifier(D, n, labels[train])
-    logp = model.logp()
-    fn = pm.compile(model.value_vars, [logp, *pm.gradient(logp, model.value_vars)])
     start = model.initial_point()
     names = [v.name for v in model.value_vars]
-    rng = np.random.default_rng(1)
-    began = time.perf_counter()
-    fn(*(start[k] for k in names))
-    cold_s = time.perf_counter() - began
 
-    def step():  # a sampler's next point: the hyperparameters move a little
-        fn(*(start[k] + 0.02 * rng.standard_normal(np.shape(start[k])) for k in names))
+    def evaluation(model):
+        """The compiled log density + gradient, its cold time at the start, and a sampler's
+        next evaluation (the hyperparameters move a little from the start)."""
+        logp = model.logp()
+        fn = pm.compile(model.value_vars, [logp, *pm.gradient(logp, model.value_vars)])
+        rng = np.random.default_rng(1)
+        began = time.perf_counter()
+        fn(*(start[k] for k in names))
+        cold_s = time.perf_counter() - began
+        return cold_s, lambda: fn(
+            *(start[k] + 0.02 * rng.standard_normal(np.shape(start[k])) for k in names)
+        )
+
+    cold_s, step = evaluation(model)
+    ep_model = _classifier(D, n, labels[train], sle.gp.EP)[0]
+    ep_cold_s, ep_step = evaluation(ep_model)
 
     with pm.Model():  # the same covariance, Gaussian observations of the latent field
         radius = pm.Uniform("radius", D.cutoff / 4, D.cutoff)
@@ -102,7 +113,9 @@ def measure_size(mesh_name: str, n: int, reps: int) -> dict:
         gaussian.marginal_likelihood("y", X=np.arange(n)[:, None], y=latent[train], sigma=sigma)
         gaussian_fn = compile_value_and_grad(pm.modelcontext(None), "FAST_RUN")
     warm_ms, gaussian_ms, ratio = paired_ms(step, gaussian_fn, reps)
-    cold_steps, warm_steps = _newton_steps(model, start)
+    ep_warm_ms, _, ep_ratio = paired_ms(ep_step, step, reps)
+    cold_steps, warm_steps = _iterations(model, start, "laplace")
+    ep_cold_sweeps, ep_warm_sweeps = _iterations(ep_model, start, "ep")
     return {
         "mesh": mesh_name,
         "n": n,
@@ -114,15 +127,22 @@ def measure_size(mesh_name: str, n: int, reps: int) -> dict:
         "warm_vs_gaussian": ratio,
         "newton_cold": cold_steps,
         "newton_warm": warm_steps,
+        "ep_cold_s": ep_cold_s,
+        "ep_warm_s": ep_warm_ms / 1e3,
+        "ep_vs_laplace": ep_ratio,
+        "ep_sweeps_cold": ep_cold_sweeps,
+        "ep_sweeps_warm": ep_warm_sweeps,
         "peak_mib": peak_mib(),
     }
 
 
-def _newton_steps(model, start) -> tuple[int, float]:
-    """Newton steps from zero at the start, and from the previous mode after small steps."""
+def _iterations(model, start, approximation: str) -> tuple[int, float]:
+    """Newton steps (EP sweeps) cold at the start, and warm from the previous mode (sites)
+    after small steps."""
     from pytensor.graph.traversal import ancestors
 
     from pymc_sle.gp._laplace._approximation import find_mode
+    from pymc_sle.gp._laplace._ep import find_sites
     from pymc_sle.gp._laplace._sparse import SparseStructure
 
     node = next(
@@ -137,6 +157,8 @@ def _newton_steps(model, start) -> tuple[int, float]:
     def steps(point, warm):
         mean, *sle_values = values(point)
         structure = SparseStructure(op.problem, *(float(v) for v in sle_values))
+        if approximation == "ep":
+            return find_sites(structure, op.likelihood, y, np.asarray(mean), warm=warm).sweeps
         return find_mode(structure, op.likelihood, y, np.asarray(mean), warm=warm).iterations
 
     cold = steps(start, None)

@@ -375,6 +375,7 @@ def test_laplace_benchmark_quick(tmp_path):
     size = result["sizes"][0]
     assert size["newton_cold"] >= size["newton_warm"] > 0 and size["warm_s"] > 0
     assert size["gaussian_s"] > 0  # the Gaussian model has free variables: nothing folded away
+    assert size["ep_sweeps_cold"] >= 1 and size["ep_warm_s"] > 0 and size["ep_vs_laplace"] > 0
     fit = result["map"][0]
     assert 0.5 < fit["accuracy"] <= 1 and fit["log_loss"] > 0
     assert sum(count for *_, count in fit["reliability"]) == fit["n_test"]
@@ -384,7 +385,13 @@ def test_laplace_benchmark_quick(tmp_path):
     assert row["target_accept"] == 0.95 and row["latent_values"] == "centred"
     assert 0 < row["relative_difference"] < 1
     assert row["relative_difference"] != row["probability_difference"]  # rates are not near 1
-    for method in ("laplace", "latent"):  # both runs' mixing is recorded
+    assert row["ep_relative_difference"] > 0 and set(row["ep_quantile_difference_sd"]) == {
+        "radius",
+        "ls",
+        "eta",
+        "offset",
+    }
+    for method in ("laplace", "ep", "latent"):  # every run's mixing is recorded
         assert 0.9 < row[f"{method}_r_hat_max"] < 2 and row[f"{method}_ess_tail_min"] > 0
     assert (tmp_path / "laplace_quick.md").read_text().startswith("# The Laplace latent GP")
 

@@ -147,6 +147,7 @@ _END_STEPS, _DROP, _TILTED_NODES = 12, 40.0, 161
 _MODE_STEPS, _MODE_TOLERANCE = 100, 1e-13
 
 
+@np.errstate(over="ignore", invalid="ignore")  # exp overflows far above a Poisson mode
 def _tilted_by_quadrature(likelihood, y, cavity_mean, cavity_variance, parameters):
     r"""``Likelihood.tilted`` by the trapezoidal rule over each tilted density's mass.
 
@@ -156,18 +157,13 @@ def _tilted_by_quadrature(likelihood, y, cavity_mean, cavity_variance, parameter
     leaves it), and it falls by ``_DROP`` within :math:`\sqrt{2 \cdot \mathrm{\_DROP}\, v}`
     of the mode on either side (bisection finds where). Over that range the trapezoidal rule
     with equally spaced nodes converges geometrically for these analytic integrands; the
-    moments come from the same nodes."""
+    moments come from the same nodes. The mode only places the range."""
     mu = np.asarray(cavity_mean, float)
     v = np.asarray(cavity_variance, float)
 
     def log_tilted(f):
         return likelihood.pointwise(y, f, *parameters)[0] - 0.5 * (f - mu) ** 2 / v
 
-    with np.errstate(over="ignore", invalid="ignore"):  # exp overflows far above the mode
-        return _tilted_moments(likelihood, y, mu, v, parameters, log_tilted)
-
-
-def _tilted_moments(likelihood, y, mu, v, parameters, log_tilted):
     end = mu + v * likelihood.pointwise(y, mu, *parameters)[1]
     low, high = np.minimum(mu, end), np.maximum(mu, end)
     f, last = 0.5 * (low + high), high - low
