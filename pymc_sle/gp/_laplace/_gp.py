@@ -207,8 +207,8 @@ class Laplace:
 
 class EP(Laplace):
     r"""A latent GP observed through a non-Gaussian likelihood, with the hyperparameters'
-    posterior targeted through expectation propagation (EP): :class:`Laplace`'s interface,
-    with the observed variable's log density
+    posterior targeted through expectation propagation (EP): the interface of
+    :class:`~pymc_sle.gp.Laplace`, with the observed variable's log density
 
     .. math::
 

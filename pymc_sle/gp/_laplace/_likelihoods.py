@@ -73,7 +73,8 @@ class Likelihood:
     def tilted(self, y, cavity_mean, cavity_variance, *parameters):
         r"""``(log Z, mean, variance)`` of each tilted distribution :math:`p(y_i \mid f)\,
         \mathcal N(f; \mu_i, v_i)` (expectation propagation): its log normaliser and its
-        moments. By default :func:`_tilted_by_quadrature`."""
+        moments. By default the trapezoidal rule over the tilted density's mass (its range
+        found from the tilted mode; relative errors below 1e-8 in the tests)."""
         return _tilted_by_quadrature(self, y, cavity_mean, cavity_variance, parameters)
 
     def tilted_parameter_derivatives(self, y, cavity_mean, cavity_variance, *parameters):
