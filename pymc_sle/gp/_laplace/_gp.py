@@ -221,10 +221,10 @@ class EP(Laplace):
     :math:`p(y_i \mid f_i)\,\mathcal N(f_i; \mu_{-i}, \tau_{-i}^{-1})` (cavity
     :math:`\mathcal N(\mu_{-i}, \tau_{-i}^{-1})`, normaliser :math:`Z_i`). Each EP sweep
     costs one factorisation of :math:`K + \tilde T^{-1}` and the diagonal of its inverse (the
-    selected inverse on sparse distances), against a Newton step's factorisation alone:
-    several times the Laplace approximation's time, for a marginal likelihood and predictions
-    much closer to the exact ones where the likelihood is far from Gaussian (binary labels).
-    :doc:`/how-to/classification` compares the two against NUTS on the latent values.
+    selected inverse on sparse distances), against a Newton step's factorisation alone, and an
+    evaluation takes more sweeps than Newton steps; in return its marginal likelihood is much
+    closer to the exact one where the likelihood is far from Gaussian (binary labels; Kuss &
+    Rasmussen, *JMLR* 2005). :doc:`/how-to/classification` says what is measured.
 
     Examples
     --------
