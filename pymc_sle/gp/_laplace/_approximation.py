@@ -71,6 +71,7 @@ __all__ = [
     "NewtonError",
     "Terms",
     "dense_approximation",
+    "described",
     "find_mode",
     "implicit_terms",
     "laplace_terms",
@@ -213,7 +214,7 @@ def find_mode(
     else:
         raise NewtonError(
             f"Newton's method for the Laplace mode did not converge in {max_iterations} "
-            f"iterations (tolerance {tol:g}) at {_described(describe)}"
+            f"iterations (tolerance {tol:g}) at {described(describe)}"
         )
     if warm is not None:
         starts[warm] = a
@@ -236,7 +237,8 @@ def _line_search(structure, likelihood, y, mean, parameters, a, g, psi, a_full):
     return None
 
 
-def _described(describe) -> str:
+def described(describe) -> str:
+    """What an error names: ``describe()``, or "these parameters" without it."""
     return "these parameters" if describe is None else describe()
 
 

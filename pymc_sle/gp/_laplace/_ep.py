@@ -54,7 +54,7 @@ import threading
 
 import numpy as np
 
-from pymc_sle.gp._laplace._approximation import Terms, find_mode
+from pymc_sle.gp._laplace._approximation import Terms, described, find_mode
 from pymc_sle.gp._laplace._likelihoods import W_FLOOR, Likelihood
 
 __all__ = ["EPError", "EPSites", "ep_terms", "find_sites", "log_marginal"]
@@ -159,16 +159,12 @@ def find_sites(
     else:
         raise EPError(
             f"expectation propagation did not converge in {max_sweeps} sweeps (tolerance "
-            f"{tol:g}, last residual {residual:.3g}) at {_described(describe)}"
+            f"{tol:g}, last residual {residual:.3g}) at {described(describe)}"
         )
     if warm is not None:
         starts[warm] = (precision, site_mean)
     return EPSites(a, factor, precision, site_mean, mean, cavity_mean, cavity_variance, log_z,
                    sweeps)  # fmt: skip
-
-
-def _described(describe) -> str:
-    return "these parameters" if describe is None else describe()
 
 
 def log_marginal(sites: EPSites) -> float:
