@@ -62,6 +62,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import lapack
 
 from pymc_sle.gp._laplace._likelihoods import W_FLOOR, Likelihood
 
@@ -127,11 +128,14 @@ class _DenseFactor:
 
     def inverse(self):
         if self._inverse is None:
-            self._inverse = self.solve(np.eye(self.cho[0].shape[0]))
+            lower = np.tril(lapack.dpotri(self.cho[0], lower=1)[0])
+            self._inverse = lower + np.tril(lower, -1).T
         return self._inverse
 
     def inverse_diagonal(self):
-        return np.diag(self.inverse()).copy()
+        r""":math:`(C^{-1})_{ii} = \sum_k (L^{-1})_{ki}^2` (half the work of the inverse)."""
+        root = np.tril(lapack.dtrtri(self.cho[0], lower=1)[0])
+        return np.einsum("ki,ki->i", root, root)
 
 
 class LaplaceMode:

@@ -45,7 +45,8 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 
 class Likelihood:
     """An observation model ``p(y_i | f_i)`` (module notes): subclasses give
-    ``derivatives``, and ``check`` the observations they accept."""
+    :meth:`log_density` and :meth:`pointwise`, and :meth:`check` the observations they
+    accept."""
 
     #: Names of the likelihood's parameters, in the order the Op takes them.
     parameter_names: tuple[str, ...] = ()
@@ -58,10 +59,15 @@ class Likelihood:
         """``y`` as a float array after checking its values; raises ``ValueError``."""
         return y
 
+    def log_density(self, y, f, *parameters):
+        r""":math:`\log p(y_i \mid f_i)` elementwise; ``f`` may carry leading axes beyond
+        ``y``'s."""
+        raise NotImplementedError
+
     def pointwise(self, y, f, *parameters):
-        r"""``(log p, b, W, c)`` elementwise: :math:`\log p(y_i \mid f_i)` and its first, minus
-        second and third derivatives in :math:`f_i` (module notes); ``f`` may carry leading
-        axes beyond ``y``'s."""
+        r"""``(log p, b, W, c)`` elementwise: :meth:`log_density` and its first, minus second
+        and third derivatives in :math:`f_i` (module notes); ``f`` may carry leading axes
+        beyond ``y``'s."""
         raise NotImplementedError
 
     def derivatives(self, y, f, *parameters):
@@ -141,9 +147,13 @@ def _gauss_hermite(function, mean, variance):
     return function(mean[..., None] + sd[..., None] * _NODES) @ _WEIGHTS
 
 
-#: Bisection steps for each end of the tilted quadrature's range, the tilted log density's
-#: drop there, and the quadrature's nodes.
-_END_STEPS, _DROP, _TILTED_NODES = 12, 40.0, 161
+#: The tilted quadrature (``_tilted_by_quadrature``): bisection steps for each end of its
+#: range, the tilted log density's drop at the ends, the fewest nodes over the range, the
+#: widest spacing in units of the latent value, and the most nodes (see docs/ep-quadrature).
+_END_STEPS, _DROP = 12, 40.0
+_MIN_NODES, _MAX_SPACING, _MAX_NODES = 81, 0.3, 4001
+#: Nodes times observations per block of the quadrature's sums (bounds its memory).
+_BLOCK = 2**21
 #: Safeguarded Newton steps for the tilted modes, and their relative tolerance.
 _MODE_STEPS, _MODE_TOLERANCE = 100, 1e-13
 
@@ -154,20 +164,26 @@ def _tilted_by_quadrature(likelihood, y, cavity_mean, cavity_variance, parameter
 
     The tilted log density :math:`h(f) = \log p(y \mid f) - (f - \mu)^2 / 2v` is concave with
     slope :math:`b(f) - (f - \mu)/v`, so its mode :math:`\hat f` lies between :math:`\mu` and
-    :math:`\mu + v\,b(\mu)` (Newton's method within that bracket, bisecting where a step
-    leaves it), and it falls by ``_DROP`` within :math:`\sqrt{2 \cdot \mathrm{\_DROP}\, v}`
-    of the mode on either side (bisection finds where). Over that range the trapezoidal rule
-    with equally spaced nodes converges geometrically for these analytic integrands; the
-    moments come from the same nodes. The mode only places the range."""
+    :math:`\mu + v\,b(\mu)` (Newton's method within that bracket from its first step,
+    bisecting where a step leaves it), and it falls by ``_DROP`` within :math:`\sqrt{2 \cdot
+    \mathrm{\_DROP}\, v}` of the mode on either side (bisection finds where). Over that range
+    the trapezoidal rule with equally spaced nodes converges geometrically for these analytic
+    integrands, at a rate set by the spacing against the tilted density's width and against
+    the distance of the likelihood's singularities from the real axis (:math:`\pi` for the
+    logistic): at least ``_MIN_NODES`` nodes span the range, at most ``_MAX_SPACING`` apart
+    (up to ``_MAX_NODES``). All observations share the largest count; the extra nodes fall
+    beyond the range, where the density has dropped by more than ``_DROP``. The moments come
+    from the same nodes, about the mode."""
     mu = np.asarray(cavity_mean, float)
     v = np.asarray(cavity_variance, float)
 
     def log_tilted(f):
-        return likelihood.pointwise(y, f, *parameters)[0] - 0.5 * (f - mu) ** 2 / v
+        return likelihood.log_density(y, f, *parameters) - 0.5 * (f - mu) ** 2 / v
 
-    end = mu + v * likelihood.pointwise(y, mu, *parameters)[1]
+    _, b, w, _ = likelihood.pointwise(y, mu, *parameters)
+    end = mu + v * b
     low, high = np.minimum(mu, end), np.maximum(mu, end)
-    f, last = 0.5 * (low + high), high - low
+    f, last = mu + b / (w + 1.0 / v), high - low  # the first Newton step, inside the bracket
     found = np.zeros(np.shape(f), dtype=bool)
     for _ in range(_MODE_STEPS):
         _, b, w, _ = likelihood.pointwise(y, f, *parameters)
@@ -184,23 +200,28 @@ def _tilted_by_quadrature(likelihood, y, cavity_mean, cavity_variance, parameter
         found |= last <= _MODE_TOLERANCE * (1.0 + np.abs(f))
         if np.all(found):
             break
-    level = log_tilted(f) - _DROP
-    reach = np.sqrt(2.0 * _DROP * v)
-    ends = []
-    for sign in (-1.0, 1.0):
-        inside, outside = f, f + sign * reach
-        for _ in range(_END_STEPS):
-            middle = 0.5 * (inside + outside)
-            above = log_tilted(middle) > level
-            inside, outside = np.where(above, middle, inside), np.where(above, outside, middle)
-        ends.append(outside)
-    step = (ends[1] - ends[0]) / (_TILTED_NODES - 1)
-    nodes = ends[0] + step * np.arange(_TILTED_NODES)[:, None]
-    log_terms = log_tilted(nodes) + np.log(step / np.sqrt(2.0 * np.pi * v))
-    log_z = special.logsumexp(log_terms, axis=0)
-    weights = np.exp(log_terms - log_z)
-    mean = np.sum(weights * nodes, axis=0)
-    return log_z, mean, np.sum(weights * (nodes - mean) ** 2, axis=0)
+    top = log_tilted(f)
+    # both ends at once: row 0 below the mode, row 1 above
+    inside = np.stack([f, f])
+    outside = inside + np.sqrt(2.0 * _DROP * v) * np.array([[-1.0], [1.0]])
+    for _ in range(_END_STEPS):
+        middle = 0.5 * (inside + outside)
+        above = log_tilted(middle) > top - _DROP
+        inside, outside = np.where(above, middle, inside), np.where(above, outside, middle)
+    start, width = outside[0], outside[1] - outside[0]
+    needed = np.maximum(_MIN_NODES, np.ceil(width / _MAX_SPACING) + 1)
+    count = int(min(np.max(needed, initial=_MIN_NODES), _MAX_NODES))
+    step = np.maximum(np.minimum(width / (_MIN_NODES - 1), _MAX_SPACING), width / (count - 1))
+    moments = np.zeros((3, *np.shape(f)))
+    rows = max(1, _BLOCK // max(1, np.size(f)))
+    for first in range(0, count, rows):
+        nodes = start + step * np.arange(first, min(first + rows, count))[:, None]
+        terms = np.exp(log_tilted(nodes) - top)
+        offsets = nodes - f
+        moments += [terms.sum(0), (terms * offsets).sum(0), (terms * offsets**2).sum(0)]
+    mass, shift = moments[0], moments[1] / moments[0]
+    log_z = top + np.log(mass * step / np.sqrt(2.0 * np.pi * v))
+    return log_z, f + shift, moments[2] / mass - shift**2
 
 
 class Bernoulli(Likelihood):
@@ -220,14 +241,21 @@ class Bernoulli(Likelihood):
     def check(self, y):
         return _check_binary(y)
 
+    def log_density(self, y, f):
+        z = (2.0 * y - 1.0) * f
+        if self.link == "probit":
+            return special.log_ndtr(z)
+        return np.minimum(z, 0.0) - np.log1p(np.exp(-np.abs(z)))  # log sigmoid(z), stably
+
     def pointwise(self, y, f):
         s = 2.0 * y - 1.0
         z = s * f
+        log_p = self.log_density(y, f)
         if self.link == "logit":
             p = special.expit(f)
             w = p * (1.0 - p)
-            return -np.logaddexp(0.0, -z), y - p, w, -w * (1.0 - 2.0 * p)
-        log_cdf = special.log_ndtr(z)
+            return log_p, y - p, w, -w * (1.0 - 2.0 * p)
+        log_cdf = log_p
         ratio = np.exp(-0.5 * z * z - 0.5 * _LOG_2PI - log_cdf)  # phi(z) / Phi(z)
         w = ratio * (z + ratio)
         d_ratio = -w
@@ -290,13 +318,16 @@ class Binomial(Likelihood):
             ) from None
         return _check_counts(y, n, "successes")
 
+    def log_density(self, y, f):
+        n = np.broadcast_to(self.n, np.shape(y))
+        log_choose = special.gammaln(n + 1) - special.gammaln(y + 1) - special.gammaln(n - y + 1)
+        return y * f - n * np.logaddexp(0.0, f) + log_choose
+
     def pointwise(self, y, f):
         n = np.broadcast_to(self.n, np.shape(y))
         p = special.expit(f)
         w = n * p * (1.0 - p)
-        log_choose = special.gammaln(n + 1) - special.gammaln(y + 1) - special.gammaln(n - y + 1)
-        value = y * f - n * np.logaddexp(0.0, f) + log_choose
-        return value, y - n * p, w, -w * (1.0 - 2.0 * p)
+        return self.log_density(y, f), y - n * p, w, -w * (1.0 - 2.0 * p)
 
     def mean(self, latent_mean, latent_variance):
         """The success probability (multiply by the trials for the expected count)."""
@@ -319,9 +350,12 @@ class Poisson(Likelihood):
     def check(self, y):
         return _check_counts(y)
 
+    def log_density(self, y, f):
+        return y * f - np.exp(f) - special.gammaln(y + 1)
+
     def pointwise(self, y, f):
         rate = np.exp(f)
-        return y * f - rate - special.gammaln(y + 1), y - rate, rate, -rate
+        return self.log_density(y, f), y - rate, rate, -rate
 
     def mean(self, latent_mean, latent_variance):
         return np.exp(latent_mean + 0.5 * latent_variance)
@@ -351,12 +385,14 @@ class Gaussian(Likelihood):
     def check(self, y):
         return y
 
+    def log_density(self, y, f, sigma):
+        return -0.5 * ((y - f) / sigma) ** 2 - np.log(sigma) - 0.5 * _LOG_2PI
+
     def pointwise(self, y, f, sigma):
         residual = y - f
         precision = 1.0 / (sigma * sigma)
-        value = -0.5 * residual**2 * precision - np.log(sigma) - 0.5 * _LOG_2PI
         w = np.full(np.shape(residual), precision)
-        return value, residual * precision, w, np.zeros(np.shape(residual))
+        return self.log_density(y, f, sigma), residual * precision, w, np.zeros(np.shape(residual))
 
     def parameter_derivatives(self, y, f, sigma):
         residual = y - f
