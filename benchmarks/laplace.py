@@ -144,6 +144,7 @@ def _iterations(model, start, approximation: str) -> tuple[int, float]:
     from pymc_sle.gp._laplace._approximation import find_mode
     from pymc_sle.gp._laplace._ep import find_sites
     from pymc_sle.gp._laplace._sparse import SparseStructure
+    from pymc_sle.gp._laplace._warm import WarmStart
 
     node = next(
         v.owner
@@ -157,15 +158,16 @@ def _iterations(model, start, approximation: str) -> tuple[int, float]:
     def steps(point, warm):
         mean, *sle_values = values(point)
         structure = SparseStructure(op.problem, *(float(v) for v in sle_values))
+        warm = WarmStart(("benchmark", approximation), [mean, *sle_values]) if warm else None
         if approximation == "ep":
             return find_sites(structure, op.likelihood, y, np.asarray(mean), warm=warm).sweeps
         return find_mode(structure, op.likelihood, y, np.asarray(mean), warm=warm).iterations
 
-    cold = steps(start, None)
+    cold = steps(start, False)
     rng = np.random.default_rng(2)
     moved = ({k: v + 0.02 * rng.standard_normal(np.shape(v)) for k, v in start.items()}
              for _ in range(5))  # fmt: skip
-    warm = [steps(point, "benchmark") for point in moved]
+    warm = [steps(point, True) for point in moved]
     return cold, float(np.mean(warm[1:]))
 
 

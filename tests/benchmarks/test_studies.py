@@ -267,3 +267,13 @@ def test_scale_ablation_quick(run_study):
     assert "ls: ridge" in defaults["scales"] and "ls: centred log" in without["scales"]
     for fit in case["fits"]:
         assert fit["r_hat_max"] > 0.9 and fit["ess_bulk_min"] > 0 and fit["wall_s"] > 0
+
+
+def test_tilted_quadrature_quick(run_study):
+    stats = json.loads((run_study("tilted_quadrature") / "tilted_quadrature.json").read_text())
+    assert stats["reference_vs_quad"] < 1e-9  # the reference is the integral
+    default = [r for r in stats["rows"] if r["rule"].endswith("(default)")]
+    assert len(default) == 3 * 4  # ranges x likelihoods
+    assert max(max(r["log_z"], r["mean_sd"], r["variance"]) for r in default) < 1e-9
+    fixed = [r for r in stats["rows"] if r["rule"] == "fixed 81" and r["range"] == "extreme"]
+    assert max(r["variance"] for r in fixed) > 1e-6  # what the spacing cap is for

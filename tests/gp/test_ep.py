@@ -13,15 +13,16 @@ from pymc_sle.gp._laplace._approximation import DenseStructure, dense_approximat
 from pymc_sle.gp._laplace._ep import ep_terms, find_sites
 
 TILTED = {
-    "logit": (sle.gp.Bernoulli(), [1.0, 0.0, 1.0, 0.0]),
-    "probit": (sle.gp.Bernoulli(link="probit"), [1.0, 0.0, 1.0, 0.0]),
-    "binomial": (sle.gp.Binomial(n=5), [0.0, 5.0, 2.0, 0.0]),
-    "poisson": (sle.gp.Poisson(), [0.0, 40.0, 3.0, 0.0]),
-    "gaussian": (sle.gp.Gaussian(0.3), [0.5, -2.0, 4.2, 0.0]),
+    "logit": (sle.gp.Bernoulli(), [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]),
+    "probit": (sle.gp.Bernoulli(link="probit"), [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]),
+    "binomial": (sle.gp.Binomial(n=5), [0.0, 5.0, 2.0, 0.0, 1.0, 4.0]),
+    "poisson": (sle.gp.Poisson(), [0.0, 40.0, 3.0, 0.0, 200.0, 0.0]),
+    "gaussian": (sle.gp.Gaussian(0.3), [0.5, -2.0, 4.2, 0.0, 1.0, 3.0]),
 }
-#: Cavities from narrow to a hundred times wider than the likelihood (a latent scale of 10).
-CAVITY_MEANS = np.array([0.3, -2.0, 4.0, 3.0])
-CAVITY_VARIANCES = np.array([0.5, 20.0, 1e-3, 100.0])
+#: Cavities from a millionth of the likelihood's width to ten thousand times wider (a latent
+#: scale of 100).
+CAVITY_MEANS = np.array([0.3, -2.0, 4.0, 3.0, -1.0, 2.0])
+CAVITY_VARIANCES = np.array([0.5, 20.0, 1e-3, 100.0, 1e4, 1e-6])
 
 
 @pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")

@@ -17,8 +17,10 @@ from pymc_sle.gp._laplace._approximation import (
     dense_approximation,
     find_mode,
 )
+from pymc_sle.gp._laplace._ep import find_sites
 from pymc_sle.gp._laplace._op import APPROXIMATIONS
 from pymc_sle.gp._laplace._sparse import sparse_approximation
+from pymc_sle.gp._laplace._warm import WarmStart
 from pymc_sle.gp._sparse._problem import SparseSLEProblem
 from pymc_sle.kernels import DenseFromSparseWarning
 
@@ -299,11 +301,38 @@ def test_the_mode_does_not_depend_on_the_warm_start(approximation):
     options = {"terms": APPROXIMATIONS[approximation]}
     cold = dense_approximation(K, y, np.zeros(n), sle.gp.Bernoulli(), warm=None, **options)
     # a different mode (sites) first
-    dense_approximation(2.0 * K, y, np.zeros(n), sle.gp.Bernoulli(), warm="key", **options)
-    warm = dense_approximation(K, y, np.zeros(n), sle.gp.Bernoulli(), warm="key", **options)
+    key = ("warm-start test", approximation)
+    dense_approximation(2.0 * K, y, np.zeros(n), sle.gp.Bernoulli(), warm=WarmStart(key),
+                        **options)  # fmt: skip
+    warm = dense_approximation(K, y, np.zeros(n), sle.gp.Bernoulli(), warm=WarmStart(key),
+                               **options)  # fmt: skip
     # the tolerances (Newton's 1e-10 on the mode, EP's 1e-8 on the matched moments) bound it
     np.testing.assert_allclose(warm[0], cold[0], rtol=1e-9)
     np.testing.assert_allclose(warm[1][0], cold[1][0], rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize("approximation", list(APPROXIMATIONS))
+def test_interleaved_chains_each_start_from_their_own_state(approximation):
+    """Two chains far apart evaluated alternately under one key (as nutpie runs four chains on
+    two threads): each evaluation starts from the state found at the nearest inputs, its own
+    chain's, so a point evaluated again after the other chain's takes one Newton step (one EP
+    sweep), where a start from the other chain's state takes several."""
+    K = _dense_cov()
+    n = K.shape[0]
+    y = _observations("logit", np.linspace(-2, 2, n))
+    find = {"laplace": find_mode, "ep": find_sites}[approximation]
+
+    def steps(scale, key):
+        found = find(DenseStructure(scale * K), sle.gp.Bernoulli(), y, np.zeros(n),
+                     warm=WarmStart(key, [scale * K]))  # fmt: skip
+        return found.sweeps if approximation == "ep" else found.iterations
+
+    key = ("interleaved chains", approximation)
+    first = [steps(scale, key) for scale in (1.0, 8.0)]
+    assert [steps(scale, key) for scale in (1.0, 8.0)] == [1, 1]
+    # the other chain's state alone (a key of its own) is a worse start
+    steps(8.0, (key, "other"))
+    assert steps(1.0, (key, "other")) > 1 and min(first) > 1
 
 
 def test_a_covariance_that_is_not_positive_definite_gives_minus_infinity():

@@ -3,7 +3,8 @@ r"""The latent GP by Laplace or EP: classification and counts with the hyperpara
 The modules, in the order the data flows:
 
 - ``_likelihoods`` -- the observation models (Bernoulli logit and probit, Binomial, Poisson,
-  Gaussian) and their derivatives in the latent value;
+  Gaussian), their derivatives in the latent value and their tilted moments;
+- ``_warm`` -- the warm starts: the mode or sites found at the nearest earlier inputs;
 - ``_approximation`` -- Newton's method for the mode, the approximate log marginal likelihood
   and its gradient, on any structure of the latent covariance, and the dense structure;
 - ``_ep`` -- expectation propagation: the sites, its marginal likelihood and gradient;

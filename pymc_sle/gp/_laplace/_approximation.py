@@ -18,9 +18,9 @@ decrease. The iteration stops when a full step moves :math:`g` by at most ``tol`
 more than rounding (``ROUNDING`` of :math:`|\Psi|`) after ``PATIENCE`` steps: an
 ill-conditioned :math:`K` can make the first test unreachable -- rounding in the solve then
 moves the full step's :math:`g` by more than ``tol`` and lowers :math:`\Psi` -- and the second
-alone would stop at a mode accurate to the square root of rounding only. It starts from the
-last mode found by the calling thread (a warm start: in a sampler, the previous
-evaluation's), or from :math:`0` where that is higher.
+alone would stop at a mode accurate to the square root of rounding only. It starts from a
+mode found before at the nearest inputs (a warm start, ``_warm``: in a sampler, the chain's
+previous evaluation), or from :math:`0` where that is higher.
 At the mode :math:`a = K^{-1}\hat g = b`, and
 
 .. math::
@@ -57,7 +57,6 @@ alpha, minus)``, the parameters' gradient for :math:`\Omega = \tfrac12(\alpha\al
 
 from __future__ import annotations
 
-import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -155,10 +154,6 @@ class LaplaceMode:
         return self.g + self.b / self.w
 
 
-#: The last mode's ``a`` per thread and caller ``key``: each sampler thread warms its own.
-_WARM = threading.local()
-
-
 def _objective(likelihood, y, mean, a, g, parameters):
     log_lik = likelihood.derivatives(y, mean + g, *parameters)[0]
     return log_lik - 0.5 * float(a @ g) if np.isfinite(log_lik) else -np.inf
@@ -178,7 +173,7 @@ def find_mode(
 ):
     """Newton's method for the Laplace mode (module notes); ``None`` when ``K + W^{-1}`` is not
     numerically positive definite. ``describe()`` names the parameters in the error; ``warm``,
-    a hashable key, starts from the last mode this thread found under the same key.
+    a ``_warm.WarmStart``, gives the start and keeps the mode.
 
     Raises
     ------
@@ -186,12 +181,11 @@ def find_mode(
         If ``max_iterations`` steps do not converge.
     """
     n = structure.n
-    starts = _WARM.__dict__.setdefault("starts", {})
-    start = None if warm is None else starts.get(warm)
+    start = None if warm is None else warm.get()
     a = np.zeros(n)
     g = np.zeros(n)
     psi = _objective(likelihood, y, mean, a, g, parameters)
-    if start is not None and start.shape == (n,):
+    if isinstance(start, np.ndarray) and start.shape == (n,):
         g_start = structure.matvec(start)
         psi_start = _objective(likelihood, y, mean, start, g_start, parameters)
         if psi_start > psi:
@@ -221,7 +215,7 @@ def find_mode(
             f"iterations (tolerance {tol:g}) at {described(describe)}"
         )
     if warm is not None:
-        starts[warm] = a
+        warm.put(a)
     log_lik, b, w, third = likelihood.derivatives(y, mean + g, *parameters)
     return LaplaceMode(a, g, log_lik, b, np.maximum(w, W_FLOOR), third, factor, taken)
 

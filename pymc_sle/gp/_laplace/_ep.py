@@ -22,7 +22,7 @@ A sweep (parallel EP: every site from the same posterior) forms each cavity
 parameters (halved, down to ``MIN_DAMPING``, whenever a sweep's residual grows). It stops when
 the posterior marginals match the tilted moments: :math:`|\hat\mu_i - \mu_i| / \sigma_i` and
 :math:`|\hat\sigma_i^2 / \sigma_i^2 - 1|` at most ``tol`` for every :math:`i`. It starts from
-the last sites the calling thread found (a warm start), else from the Laplace mode's
+sites found before at the nearest inputs (a warm start, ``_warm``), else from the Laplace mode's
 :math:`(W, \hat f + b / W)`. For log-concave likelihoods every tilted variance is below its
 cavity's, so :math:`\tilde\tau_i \ge 0` (floored at ``W_FLOOR``, as the Laplace path floors
 :math:`W`). Then (Rasmussen & Williams, *GPML*, eq. 3.65)
@@ -49,8 +49,6 @@ and :math:`\log Z_{\text{EP}}` is the exact marginal likelihood.
 """
 
 from __future__ import annotations
-
-import threading
 
 import numpy as np
 
@@ -89,10 +87,6 @@ class EPSites:
         self.sweeps = sweeps
 
 
-#: The last sites per thread and caller key, ``(precisions, site means)``.
-_WARM = threading.local()
-
-
 def find_sites(
     structure,
     likelihood: Likelihood,
@@ -108,7 +102,8 @@ def find_sites(
     """Parallel EP (module notes): :class:`EPSites`, or ``None`` when ``K + diag(1/tau)`` is not
     numerically positive definite or rounding leaves a cavity variance that is not positive
     (a sampler then rejects the point, as where the covariance is not positive definite).
-    ``structure`` is as for ``pymc_sle.gp._laplace._approximation.find_mode``.
+    ``structure``, ``describe`` and ``warm`` are as for
+    ``pymc_sle.gp._laplace._approximation.find_mode``.
 
     Raises
     ------
@@ -116,9 +111,8 @@ def find_sites(
         If ``max_sweeps`` sweeps do not converge.
     """
     n = structure.n
-    starts = _WARM.__dict__.setdefault("starts", {})
-    start = None if warm is None else starts.get(warm)
-    if start is not None and start[0].shape == (n,):
+    start = None if warm is None else warm.get()
+    if isinstance(start, tuple) and start[0].shape == (n,):
         precision, site_mean = start
     else:
         mode = find_mode(structure, likelihood, y, mean, parameters, describe=describe)
@@ -162,7 +156,7 @@ def find_sites(
             f"{tol:g}, last residual {residual:.3g}) at {described(describe)}"
         )
     if warm is not None:
-        starts[warm] = (precision, site_mean)
+        warm.put((precision, site_mean))
     return EPSites(a, factor, precision, site_mean, mean, cavity_mean, cavity_variance, log_z,
                    sweeps)  # fmt: skip
 

@@ -36,7 +36,8 @@ import numpy as np
 import pytensor.tensor as pt
 from scipy import special
 
-__all__ = ["W_FLOOR", "Bernoulli", "Binomial", "Gaussian", "Likelihood", "Poisson"]
+__all__ = ["W_FLOOR", "Bernoulli", "Binomial", "Gaussian", "Likelihood", "Poisson",
+           "tilted_by_quadrature"]  # fmt: skip
 
 #: The smallest curvature :math:`W_i` the Newton iteration uses (module notes).
 W_FLOOR = 1e-12
@@ -79,9 +80,9 @@ class Likelihood:
     def tilted(self, y, cavity_mean, cavity_variance, *parameters):
         r"""``(log Z, mean, variance)`` of each tilted distribution :math:`p(y_i \mid f)\,
         \mathcal N(f; \mu_i, v_i)` (expectation propagation): its log normaliser and its
-        moments. By default the trapezoidal rule over the tilted density's mass (its range
-        found from the tilted mode; relative errors below 1e-8 in the tests)."""
-        return _tilted_by_quadrature(self, y, cavity_mean, cavity_variance, parameters)
+        moments. By default ``tilted_by_quadrature``, the trapezoidal rule over the tilted
+        density's mass."""
+        return tilted_by_quadrature(self, y, cavity_mean, cavity_variance, parameters)
 
     def tilted_parameter_derivatives(self, y, cavity_mean, cavity_variance, *parameters):
         r"""For each parameter, the derivative of :math:`\sum_i \log Z_i` at fixed cavities;
@@ -147,9 +148,10 @@ def _gauss_hermite(function, mean, variance):
     return function(mean[..., None] + sd[..., None] * _NODES) @ _WEIGHTS
 
 
-#: The tilted quadrature (``_tilted_by_quadrature``): bisection steps for each end of its
+#: The tilted quadrature (``tilted_by_quadrature``): bisection steps for each end of its
 #: range, the tilted log density's drop at the ends, the fewest nodes over the range, the
-#: widest spacing in units of the latent value, and the most nodes (see docs/ep-quadrature).
+#: widest spacing in units of the latent value, and the most nodes (chosen by the study in
+#: benchmarks/results/studies/tilted_quadrature.md).
 _END_STEPS, _DROP = 12, 40.0
 _MIN_NODES, _MAX_SPACING, _MAX_NODES = 81, 0.3, 4001
 #: Nodes times observations per block of the quadrature's sums (bounds its memory).
@@ -159,7 +161,17 @@ _MODE_STEPS, _MODE_TOLERANCE = 100, 1e-13
 
 
 @np.errstate(over="ignore", invalid="ignore")  # exp overflows far above a Poisson mode
-def _tilted_by_quadrature(likelihood, y, cavity_mean, cavity_variance, parameters):
+def tilted_by_quadrature(
+    likelihood,
+    y,
+    cavity_mean,
+    cavity_variance,
+    parameters,
+    *,
+    min_nodes=_MIN_NODES,
+    max_spacing=_MAX_SPACING,
+    max_nodes=_MAX_NODES,
+):
     r"""``Likelihood.tilted`` by the trapezoidal rule over each tilted density's mass.
 
     The tilted log density :math:`h(f) = \log p(y \mid f) - (f - \mu)^2 / 2v` is concave with
@@ -170,8 +182,8 @@ def _tilted_by_quadrature(likelihood, y, cavity_mean, cavity_variance, parameter
     the trapezoidal rule with equally spaced nodes converges geometrically for these analytic
     integrands, at a rate set by the spacing against the tilted density's width and against
     the distance of the likelihood's singularities from the real axis (:math:`\pi` for the
-    logistic): at least ``_MIN_NODES`` nodes span the range, at most ``_MAX_SPACING`` apart
-    (up to ``_MAX_NODES``). All observations share the largest count; the extra nodes fall
+    logistic): at least ``min_nodes`` nodes span the range, at most ``max_spacing`` apart
+    (up to ``max_nodes``). All observations share the largest count; the extra nodes fall
     beyond the range, where the density has dropped by more than ``_DROP``. The moments come
     from the same nodes, about the mode."""
     mu = np.asarray(cavity_mean, float)
@@ -209,9 +221,9 @@ def _tilted_by_quadrature(likelihood, y, cavity_mean, cavity_variance, parameter
         above = log_tilted(middle) > top - _DROP
         inside, outside = np.where(above, middle, inside), np.where(above, outside, middle)
     start, width = outside[0], outside[1] - outside[0]
-    needed = np.maximum(_MIN_NODES, np.ceil(width / _MAX_SPACING) + 1)
-    count = int(min(np.max(needed, initial=_MIN_NODES), _MAX_NODES))
-    step = np.maximum(np.minimum(width / (_MIN_NODES - 1), _MAX_SPACING), width / (count - 1))
+    needed = np.maximum(min_nodes, np.ceil(width / max_spacing) + 1)
+    count = int(min(np.max(needed, initial=min_nodes), max_nodes))
+    step = np.maximum(np.minimum(width / (min_nodes - 1), max_spacing), width / (count - 1))
     moments = np.zeros((3, *np.shape(f)))
     rows = max(1, _BLOCK // max(1, np.size(f)))
     for first in range(0, count, rows):

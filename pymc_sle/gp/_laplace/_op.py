@@ -19,6 +19,7 @@ from pymc_sle.gp._laplace._approximation import dense_approximation, laplace_ter
 from pymc_sle.gp._laplace._ep import ep_terms
 from pymc_sle.gp._laplace._likelihoods import Likelihood
 from pymc_sle.gp._laplace._sparse import sparse_approximation
+from pymc_sle.gp._laplace._warm import WarmStart
 from pymc_sle.gp._sparse import PARAMETERS, SparseSLEProblem
 
 __all__ = ["APPROXIMATIONS", "LaplaceLogDensity"]
@@ -38,7 +39,8 @@ class LaplaceLogDensity(Op):
     ``pymc_sle.gp._sparse.SparseSLEProblem``): inputs ``(y, mean, radius, amplitude,
     shape, ls, scale, jitter, *likelihood parameters)``. The outputs are ``log q`` and, with
     ``with_gradients``, its gradient with respect to each input after ``y``, all from one
-    Newton iteration or EP run (warm-started per thread from this Op's last mode or sites).
+    Newton iteration or EP run (warm-started from this Op's mode or sites at the nearest
+    inputs, ``_warm``).
     """
 
     __props__ = ("likelihood", "problem", "with_gradients", "approximation")
@@ -98,7 +100,8 @@ class LaplaceLogDensity(Op):
         n = y.shape[0] if self.problem is None else self.problem.n
         if y.shape != (n,) or rest[0 if self.problem is not None else 1].shape != (n,):
             raise ValueError(f"`y` and `mean` must have shape ({n},), but have {y.shape}")
-        options = {"terms": APPROXIMATIONS[self.approximation], "warm": id(self),
+        options = {"terms": APPROXIMATIONS[self.approximation],
+                   "warm": WarmStart(id(self), rest),
                    "with_gradients": self.with_gradients,
                    "describe": lambda: self._describe(rest)}  # fmt: skip
         if self.problem is None:
