@@ -46,8 +46,7 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 
 class Likelihood:
     """An observation model ``p(y_i | f_i)`` (module notes): subclasses give
-    :meth:`log_density` and :meth:`pointwise`, and :meth:`check` the observations they
-    accept."""
+    ``log_density`` and ``pointwise``, and ``check`` the observations they accept."""
 
     #: Names of the likelihood's parameters, in the order the Op takes them.
     parameter_names: tuple[str, ...] = ()
@@ -66,14 +65,14 @@ class Likelihood:
         raise NotImplementedError
 
     def pointwise(self, y, f, *parameters):
-        r"""``(log p, b, W, c)`` elementwise: :meth:`log_density` and its first, minus second
+        r"""``(log p, b, W, c)`` elementwise: ``log_density`` and its first, minus second
         and third derivatives in :math:`f_i` (module notes); ``f`` may carry leading axes
         beyond ``y``'s."""
         raise NotImplementedError
 
     def derivatives(self, y, f, *parameters):
         r"""``(log p, b, W, c)``: :math:`\sum_i \log p(y_i \mid f_i)` and the elementwise
-        derivatives of :meth:`pointwise`."""
+        derivatives of ``pointwise``."""
         log_p, b, w, third = self.pointwise(y, f, *parameters)
         return float(np.sum(log_p)), b, w, third
 
@@ -222,7 +221,7 @@ def tilted_by_quadrature(
         inside, outside = np.where(above, middle, inside), np.where(above, outside, middle)
     start, width = outside[0], outside[1] - outside[0]
     needed = np.maximum(min_nodes, np.ceil(width / max_spacing) + 1)
-    count = int(min(np.max(needed, initial=min_nodes), max_nodes))
+    count = int(min(np.nanmax(needed, initial=min_nodes), max_nodes))  # NaN cavities: NaN moments
     step = np.maximum(np.minimum(width / (min_nodes - 1), max_spacing), width / (count - 1))
     moments = np.zeros((3, *np.shape(f)))
     rows = max(1, _BLOCK // max(1, np.size(f)))
