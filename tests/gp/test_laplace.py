@@ -2,6 +2,7 @@
 references (the Gaussian identity, a brute-force mode and Hessian), gradients against finite
 differences, dense against sparse, Newton's failure path, and the GP class in a model."""
 
+import gc
 import warnings
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from scipy import optimize, stats
 
 import pymc_sle as sle
+from pymc_sle.gp._laplace import _warm
 from pymc_sle.gp._laplace._approximation import (
     PATIENCE,
     DenseStructure,
@@ -18,7 +20,7 @@ from pymc_sle.gp._laplace._approximation import (
     find_mode,
 )
 from pymc_sle.gp._laplace._ep import find_sites
-from pymc_sle.gp._laplace._op import APPROXIMATIONS
+from pymc_sle.gp._laplace._op import APPROXIMATIONS, LaplaceLogDensity
 from pymc_sle.gp._laplace._sparse import sparse_approximation
 from pymc_sle.gp._laplace._warm import WarmStart
 from pymc_sle.gp._sparse._problem import SparseSLEProblem
@@ -333,6 +335,21 @@ def test_interleaved_chains_each_start_from_their_own_state(approximation):
     # the other chain's state alone (a key of its own) is a worse start
     steps(8.0, (key, "other"))
     assert steps(1.0, (key, "other")) > 1 and min(first) > 1
+
+
+def test_an_ops_warm_starts_go_with_it():
+    """The states an Op keeps for its warm starts are dropped when the Op is collected, so a
+    session that builds many models does not keep every model's modes."""
+    K = _dense_cov()
+    n = K.shape[0]
+    y = _observations("logit", np.linspace(-2, 2, n))
+    op = LaplaceLogDensity(sle.gp.Bernoulli())
+    op(y, K, np.zeros(n))[0].eval()
+    key = id(op)
+    assert len(_warm._STORES[key]) == 1
+    del op
+    gc.collect()
+    assert key not in _warm._STORES
 
 
 def test_a_covariance_that_is_not_positive_definite_gives_minus_infinity():

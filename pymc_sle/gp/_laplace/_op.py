@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import grad_undefined
@@ -19,7 +21,7 @@ from pymc_sle.gp._laplace._approximation import dense_approximation, laplace_ter
 from pymc_sle.gp._laplace._ep import ep_terms
 from pymc_sle.gp._laplace._likelihoods import Likelihood
 from pymc_sle.gp._laplace._sparse import sparse_approximation
-from pymc_sle.gp._laplace._warm import WarmStart
+from pymc_sle.gp._laplace._warm import WarmStart, forget
 from pymc_sle.gp._sparse import PARAMETERS, SparseSLEProblem
 
 __all__ = ["APPROXIMATIONS", "LaplaceLogDensity"]
@@ -59,6 +61,7 @@ class LaplaceLogDensity(Op):
         self.problem = problem
         self.with_gradients = bool(with_gradients)
         self.approximation = approximation
+        weakref.finalize(self, forget, id(self))  # its warm starts go with it
 
     def _names(self) -> tuple[str, ...]:
         structure = ("cov", "mean") if self.problem is None else ("mean", *SPARSE_PARAMETERS)

@@ -8,6 +8,7 @@ keeps its last ``SIZE`` states, each with a *fingerprint* of the inputs it was f
 (at most ``SAMPLED`` evenly spaced entries of each input), and an evaluation starts from the
 state whose fingerprint is nearest its own in Euclidean distance, the latest among equals.
 The answer does not depend on the start, to the iteration's tolerance; only its cost does.
+A key's states live until :func:`forget` drops them (the Op calls it when it is collected).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["SAMPLED", "SIZE", "WarmStart"]
+__all__ = ["SAMPLED", "SIZE", "WarmStart", "forget"]
 
 #: States kept per caller key.
 SIZE = 16
@@ -55,3 +56,9 @@ class WarmStart:
         with _LOCK:
             store = _STORES.setdefault(self.key, collections.deque(maxlen=SIZE))
             store.append((self.fingerprint, state))
+
+
+def forget(key) -> None:
+    """Drop the states kept under ``key`` (none kept is fine)."""
+    with _LOCK:
+        _STORES.pop(key, None)
