@@ -69,10 +69,10 @@ def _by_quad(likelihood, y, mu, v) -> tuple[float, float, float]:
 
     top = log_tilted(centre)
 
-    def moment(k):
+    def moment(k):  # absolute tolerance on the moment's scale: the first moment is near 0
         return integrate.quad(lambda f: np.exp(log_tilted(f) - top) * (f - centre) ** k,
                               centre - 60 * sd, centre + 60 * sd, points=[centre], limit=2000,
-                              epsabs=0, epsrel=1e-13)[0]  # fmt: skip
+                              epsabs=1e-13 * sd ** (k + 1), epsrel=1e-13)[0]  # fmt: skip
 
     z, first, second = moment(0), moment(1), moment(2)
     log_z = np.log(z) + top - 0.5 * np.log(2 * np.pi * v[0])
