@@ -130,7 +130,7 @@ def summary(result: dict) -> str:
                     f"{r['latent_values']} | {_predictive(r, prefix)} "
                     f"| {worst[1]:.2f} ({worst[0]}) "
                     f"| {'--' if error is None else f'{error:.2f}'} | {r[f'{method}_s']:.0f} "
-                    f"| {r['latent_s']:.0f} "
+                    f"| {r['latent_s']:.0f}{_sampled_on(r)} "
                     f"| {r[f'{method}_divergences']} / {r['latent_divergences']} "
                     f"| {_mixing(r, method, 'r_hat_max')} | {_mixing(r, method, 'ess_bulk_min')}, "
                     f"{_mixing(r, method, 'ess_tail_min')} |"
@@ -141,8 +141,10 @@ def summary(result: dict) -> str:
             "relative to the exact rate beside them). "
             "The quantiles compared are the 5 %, 50 % and 95 % of each hyperparameter; the Monte "
             "Carlo error is the two runs' quantile standard errors (`az.mcse`) combined, at the "
-            "quantile where the difference is largest. A case's approximations and its exact "
-            "reference come from one run.",
+            "quantile where the difference is largest. An exact reference is sampled once and "
+            "stored (`laplace_references/`), with the date it was sampled beside its time; the "
+            "approximations run against it whenever the verify section runs. Rows without a "
+            "date come from one run of all three.",
             "",
         ]
     lines += ["## Targets", "", *targets(result), ""]
@@ -156,6 +158,10 @@ def approximations(row: dict) -> list[tuple[str, str, str]]:
     if "ep_probability_difference" in row:
         found.append(("EP", "ep_", "ep"))
     return found
+
+
+def _sampled_on(row: dict) -> str:
+    return f" (sampled {row['latent_sampled_on']})" if "latent_sampled_on" in row else ""
 
 
 def _predictive(row: dict, prefix: str) -> str:

@@ -297,6 +297,8 @@ def main(argv=None) -> None:
         fits = [(mesh, 1_000, 4_834), (mesh, 30_000, 4_834)]
         nuts = (mesh, 2_000, 1_000, 500, 4)
         verify = [(mesh, case, 200, 200, 1000, "nutpie") for case in args.case or CASES]
+    references = str(args.out / f"{stem}_references")  # the exact runs, reused (_laplace_verify)
+    verify = [(*case, references) for case in verify]
     args.out.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:  # after every case, so a run stopped early keeps what it measured

@@ -393,7 +393,29 @@ def test_laplace_benchmark_quick(tmp_path):
     }
     for method in ("laplace", "ep", "latent"):  # every run's mixing is recorded
         assert 0.9 < row[f"{method}_r_hat_max"] < 2 and row[f"{method}_ess_tail_min"] > 0
+    # the exact run is stored for later runs, with its date
+    assert (tmp_path / "laplace_quick_references" / "poisson.npz").exists()
+    assert "(sampled " in (tmp_path / "laplace_quick.md").read_text()
     assert (tmp_path / "laplace_quick.md").read_text().startswith("# The Laplace latent GP")
+
+
+def test_laplace_verify_reloads_the_exact_run_only_under_the_same_settings(tmp_path):
+    from benchmarks._laplace_verify import load_reference, save_reference
+
+    rng = np.random.default_rng(0)
+    fit = (rng.uniform(size=5), {"ls": rng.normal(size=8), "eta": rng.normal(size=8)},
+           {"ls": rng.uniform(size=3), "eta": rng.uniform(size=3)})  # fmt: skip
+    settings = {"case": "poisson", "cases": ("poisson", 1.0, 0.95), "data_sha256": "ab"}
+    path = tmp_path / "poisson.npz"
+    assert load_reference(path, settings) is None  # none stored
+    save_reference(path, settings, fit, {"latent_s": 3.0, "latent_sampled_on": "2026-12-07"})
+    (mean, draws, errors), diagnostics = load_reference(path, settings)
+    np.testing.assert_array_equal(mean, fit[0])
+    assert list(draws) == ["ls", "eta"] and all(
+        np.array_equal(draws[k], fit[1][k]) and np.array_equal(errors[k], fit[2][k]) for k in draws
+    )
+    assert diagnostics == {"latent_s": 3.0, "latent_sampled_on": "2026-12-07"}
+    assert load_reference(path, {**settings, "data_sha256": "cd"}) is None  # other data
 
 
 def test_nuts_cost_benchmark_quick(tmp_path):
