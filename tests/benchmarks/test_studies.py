@@ -277,3 +277,16 @@ def test_tilted_quadrature_quick(run_study):
     assert max(max(r["log_z"], r["mean_sd"], r["variance"]) for r in default) < 1e-9
     fixed = [r for r in stats["rows"] if r["rule"] == "fixed 81" and r["range"] == "extreme"]
     assert max(r["variance"] for r in fixed) > 1e-6  # what the spacing cap is for
+
+
+def test_ep_acceleration_quick(run_study):
+    stats = json.loads((run_study("ep_acceleration") / "ep_acceleration.json").read_text())
+    from benchmarks.studies.ep_acceleration import DEPTHS
+
+    assert len(stats["rows"]) == 3 * len(DEPTHS)  # cases x depths
+    for row in stats["rows"]:
+        assert row["sweeps_mean"] >= 1 and row["sweeps_max"] >= row["sweeps_mean"]
+        # every depth converges to the same sites, to EP's tolerance
+        assert row["log_z_difference"] < 1e-8 and row["a_difference"] < 1e-5
+        if row["depth"] == 1:  # the reference the others are compared with
+            assert row["log_z_difference"] == 0 == row["a_difference"]

@@ -3,14 +3,17 @@ likelihood against a brute-force integral, the failure path and the GP class. Th
 it shares with the Laplace path (the Gaussian case, gradients against finite differences,
 dense against sparse, the warm start) are parametrized over both in ``test_laplace``."""
 
+import collections
+
 import numpy as np
 import pymc as pm
 import pytest
 from scipy import integrate
 
 import pymc_sle as sle
+from pymc_sle.gp._laplace import _ep
 from pymc_sle.gp._laplace._approximation import DenseStructure, dense_approximation
-from pymc_sle.gp._laplace._ep import ep_terms, find_sites
+from pymc_sle.gp._laplace._ep import _accelerated, ep_terms, find_sites
 
 TILTED = {
     "logit": (sle.gp.Bernoulli(), [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]),
@@ -104,6 +107,47 @@ def test_ep_reports_the_parameters_when_it_does_not_converge():
                    describe=lambda: "eta=7")  # fmt: skip
     sites = find_sites(DenseStructure(K), sle.gp.Bernoulli(), y, np.zeros(12))
     assert 1 < sites.sweeps < 50
+
+
+#: A linear contraction x -> A x + b of one site's natural parameters, fixed point (20, 20).
+LINEAR_MAP = (np.array([[0.9, 0.05], [0.1, 0.8]]), np.array([1.0, 2.0]))
+
+
+def _anderson_iterates(A, b, updates):
+    sites, found = np.array([3.0, 0.5]), []
+    history = collections.deque(maxlen=_ep.ANDERSON_DEPTH)
+    for _ in range(updates):
+        history.append((sites, A @ sites + b))
+        sites = _accelerated(history, 1)
+        found.append((history[-1][1], sites))
+    return found
+
+
+def test_anderson_finds_a_linear_maps_fixed_point_in_dimension_plus_one_updates():
+    A, b = LINEAR_MAP
+    damped, sites = _anderson_iterates(A, b, 3)[-1]
+    np.testing.assert_allclose(sites, np.linalg.solve(np.eye(2) - A, b), rtol=1e-12)
+    assert abs(damped - 20.0).max() > 1.0  # the update alone is far from it
+
+
+def test_a_combined_precision_below_the_floor_falls_back_to_the_damped_update():
+    A, b = LINEAR_MAP[0], np.array([-5.0, 2.0])
+    assert np.linalg.solve(np.eye(2) - A, b)[0] < 0  # the combination is a negative precision
+    damped, sites = _anderson_iterates(A, b, 3)[-1]
+    np.testing.assert_array_equal(sites, damped)
+
+
+@pytest.mark.parametrize("scale", [25.0, 100.0])
+def test_accelerated_sweeps_reach_the_damped_sweeps_sites_in_fewer_sweeps(scale):
+    """Separable labels under a wide prior (sharp sites, slow linear convergence)."""
+    x = np.linspace(0, 3, 40)
+    K = scale * np.exp(-0.5 * (x[:, None] - x[None]) ** 2 / 0.09) + 1e-6 * np.eye(40)
+    y = (np.sin(3 * x) > 0).astype(float)
+    accelerated = find_sites(DenseStructure(K), sle.gp.Bernoulli(), y, np.zeros(40))
+    damped = find_sites(DenseStructure(K), sle.gp.Bernoulli(), y, np.zeros(40), anderson_depth=1)
+    assert accelerated.sweeps < damped.sweeps / 2
+    assert abs(_ep.log_marginal(accelerated) - _ep.log_marginal(damped)) < 1e-10
+    np.testing.assert_allclose(accelerated.a, damped.a, atol=1e-8 * np.abs(damped.a).max())
 
 
 def test_the_ep_class_fits_and_predicts_between_laplace_and_the_labels():

@@ -308,9 +308,11 @@ def test_the_mode_does_not_depend_on_the_warm_start(approximation):
                         **options)  # fmt: skip
     warm = dense_approximation(K, y, np.zeros(n), sle.gp.Bernoulli(), warm=WarmStart(key),
                                **options)  # fmt: skip
-    # the tolerances (Newton's 1e-10 on the mode, EP's 1e-8 on the matched moments) bound it
+    # the tolerances (Newton's 1e-10 on the mode, EP's 1e-8 on the matched moments) bound it,
+    # the gradient's error on the scale of its largest entry
     np.testing.assert_allclose(warm[0], cold[0], rtol=1e-9)
-    np.testing.assert_allclose(warm[1][0], cold[1][0], rtol=1e-7, atol=1e-10)
+    scale = np.abs(cold[1][0]).max()
+    np.testing.assert_allclose(warm[1][0], cold[1][0], rtol=1e-7, atol=1e-7 * scale)
 
 
 @pytest.mark.parametrize("approximation", list(APPROXIMATIONS))

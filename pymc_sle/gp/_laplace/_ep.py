@@ -19,7 +19,13 @@ A sweep (parallel EP: every site from the same posterior) forms each cavity
 (``Likelihood.tilted``), and moves each site towards :math:`\tau_i^{\text{new}} =
 \hat\sigma_i^{-2} - \tau_{-i}`, :math:`\tau_i^{\text{new}}\mu_i^{\text{new}} = \hat\mu_i
 \hat\sigma_i^{-2} - \tau_{-i}\mu_{-i}` by the fraction ``damping`` of the way in natural
-parameters (halved, down to ``MIN_DAMPING``, whenever a sweep's residual grows). It stops when
+parameters (halved, down to ``MIN_DAMPING``, whenever a sweep's residual grows). The sweeps
+converge linearly, slowly where the sites are sharp (separable labels); Anderson acceleration
+(Walker & Ni, *SIAM J. Numer. Anal.* 49, 2011) takes as the next sites, in natural parameters
+:math:`x = (\tilde\tau, \tilde\tau\tilde\mu)`, the combination of the last
+``ANDERSON_DEPTH`` damped updates :math:`G(x_j)` whose residuals :math:`G(x_j) - x_j` combine to
+the least-squares smallest, and the damped update itself when a combined precision falls below
+``W_FLOOR``; a growing residual also restarts the combination. It stops when
 the posterior marginals match the tilted moments: :math:`|\hat\mu_i - \mu_i| / \sigma_i` and
 :math:`|\hat\sigma_i^2 / \sigma_i^2 - 1|` at most ``tol`` for every :math:`i`. It starts from
 sites found before at the nearest inputs (a warm start, ``_warm``), else from the Laplace mode's
@@ -50,6 +56,8 @@ and :math:`\log Z_{\text{EP}}` is the exact marginal likelihood.
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 from pymc_sle.gp._laplace._approximation import Terms, described, find_mode
@@ -63,6 +71,9 @@ TOLERANCE = 1e-8
 MAX_SWEEPS = 500
 #: The smallest damping the sweeps halve to.
 MIN_DAMPING = 1.0 / 64.0
+#: Damped updates Anderson's acceleration combines (module notes; chosen in
+#: benchmarks/results/studies/ep_acceleration.md).
+ANDERSON_DEPTH = 5
 
 
 class EPError(ValueError):
@@ -97,13 +108,15 @@ def find_sites(
     describe=None,
     tol: float = TOLERANCE,
     max_sweeps: int = MAX_SWEEPS,
+    anderson_depth: int = ANDERSON_DEPTH,
     warm=None,
 ):
     """Parallel EP (module notes): :class:`EPSites`, or ``None`` when ``K + diag(1/tau)`` is not
     numerically positive definite or rounding leaves a cavity variance that is not positive
     (a sampler then rejects the point, as where the covariance is not positive definite).
     ``structure``, ``describe`` and ``warm`` are as for
-    ``pymc_sle.gp._laplace._approximation.find_mode``.
+    ``pymc_sle.gp._laplace._approximation.find_mode``; ``anderson_depth`` damped updates are
+    combined (1: the damped sweeps alone).
 
     Raises
     ------
@@ -120,6 +133,7 @@ def find_sites(
             return None
         precision, site_mean = mode.w, mean + mode.pseudo_observations
     damping, previous, sweeps = 1.0, np.inf, 0
+    updates = collections.deque(maxlen=anderson_depth)  # (sites, damped update) pairs
     while sweeps < max_sweeps:
         sweeps += 1
         factor = structure.factor(1.0 / precision)
@@ -144,12 +158,15 @@ def find_sites(
             break
         if residual > previous:
             damping = max(0.5 * damping, MIN_DAMPING)
+            updates.clear()
         previous = residual
         new_precision = np.maximum(1.0 / tilted_variance - cavity_precision, W_FLOOR)
         new_natural = tilted_mean / tilted_variance - cavity_precision * cavity_mean
-        natural = precision * site_mean
-        precision = precision + damping * (new_precision - precision)
-        site_mean = (natural + damping * (new_natural - natural)) / precision
+        sites = np.concatenate([precision, precision * site_mean])
+        damped = sites + damping * (np.concatenate([new_precision, new_natural]) - sites)
+        updates.append((sites, damped))
+        sites = _accelerated(updates, n)
+        precision, site_mean = sites[:n], sites[n:] / sites[:n]
     else:
         raise EPError(
             f"expectation propagation did not converge in {max_sweeps} sweeps (tolerance "
@@ -159,6 +176,21 @@ def find_sites(
         warm.put((precision, site_mean))
     return EPSites(a, factor, precision, site_mean, mean, cavity_mean, cavity_variance, log_z,
                    sweeps)  # fmt: skip
+
+
+def _accelerated(updates, n: int) -> np.ndarray:
+    """Anderson's next sites from the ``(sites, damped update)`` pairs (module notes): the
+    updates combined with weights summing to one that minimise the combined residual, or the
+    last damped update when there is one pair or a combined precision (the first ``n``
+    entries) is below ``W_FLOOR``."""
+    damped = updates[-1][1]
+    if len(updates) < 2:
+        return damped
+    residuals = np.array([update - sites for sites, update in updates])
+    images = np.array([update for _, update in updates])
+    weights = np.linalg.lstsq(np.diff(residuals, axis=0).T, residuals[-1], rcond=None)[0]
+    combined = damped - weights @ np.diff(images, axis=0)
+    return combined if np.all(combined[:n] >= W_FLOOR) else damped
 
 
 def log_marginal(sites: EPSites) -> float:
