@@ -137,6 +137,12 @@ def test_a_combined_precision_below_the_floor_falls_back_to_the_damped_update():
     np.testing.assert_array_equal(sites, damped)
 
 
+def test_a_residual_that_is_not_finite_falls_back_to_the_damped_update():
+    history = collections.deque([(np.array([1.0, 2.0]), np.array([np.inf, 1.0])),
+                                 (np.array([2.0, 1.0]), np.array([1.5, 1.5]))])  # fmt: skip
+    np.testing.assert_array_equal(_accelerated(history, 1), [1.5, 1.5])
+
+
 @pytest.mark.parametrize("scale", [25.0, 100.0])
 def test_accelerated_sweeps_reach_the_damped_sweeps_sites_in_fewer_sweeps(scale):
     """Separable labels under a wide prior (sharp sites, slow linear convergence)."""

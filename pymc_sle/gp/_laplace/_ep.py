@@ -181,12 +181,12 @@ def find_sites(
 def _accelerated(updates, n: int) -> np.ndarray:
     """Anderson's next sites from the ``(sites, damped update)`` pairs (module notes): the
     updates combined with weights summing to one that minimise the combined residual, or the
-    last damped update when there is one pair or a combined precision (the first ``n``
-    entries) is below ``W_FLOOR``."""
+    last damped update when there is one pair, a residual is not finite or a combined
+    precision (the first ``n`` entries) is below ``W_FLOOR``."""
     damped = updates[-1][1]
-    if len(updates) < 2:
-        return damped
     residuals = np.array([update - sites for sites, update in updates])
+    if len(updates) < 2 or not np.all(np.isfinite(residuals)):
+        return damped
     images = np.array([update for _, update in updates])
     weights = np.linalg.lstsq(np.diff(residuals, axis=0).T, residuals[-1], rcond=None)[0]
     combined = damped - weights @ np.diff(images, axis=0)
