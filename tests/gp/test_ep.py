@@ -4,11 +4,12 @@ it shares with the Laplace path (the Gaussian case, gradients against finite dif
 dense against sparse, the warm start) are parametrized over both in ``test_laplace``."""
 
 import collections
+import warnings
 
 import numpy as np
 import pymc as pm
 import pytest
-from scipy import integrate
+from scipy import integrate, special
 
 import pymc_sle as sle
 from pymc_sle.gp._laplace import _ep
@@ -107,6 +108,61 @@ def test_ep_reports_the_parameters_when_it_does_not_converge():
                    describe=lambda: "eta=7")  # fmt: skip
     sites = find_sites(DenseStructure(K), sle.gp.Bernoulli(), y, np.zeros(12))
     assert 1 < sites.sweeps < 50
+
+
+#: A sampler's wild steps on Poisson counts (prior scale, constant mean): a log rate of -30
+#: that leaves every site's precision at the floor (its variance cancels to zero), and
+#: signal variances whose Newton trial steps overflow ``exp``.
+WILD_POISSON_STEPS = [(1e-5, -30.0), (1e3, -30.0), (1e7, -30.0)]
+
+
+@pytest.mark.parametrize("approximation", ["laplace", "ep"])
+@pytest.mark.parametrize(("scale", "offset"), WILD_POISSON_STEPS)
+def test_a_wild_step_gives_a_value_or_minus_infinity_silently(approximation, scale, offset):
+    x = np.linspace(0, 3, 30)
+    K = scale * (np.exp(-0.5 * (x[:, None] - x[None]) ** 2 / 0.3**2) + 1e-6 * np.eye(30))
+    y = np.random.default_rng(3).poisson(np.exp(1 + np.sin(3 * x))).astype(float)
+    terms = {"laplace": {}, "ep": {"terms": ep_terms}}[approximation]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # overflow, division by zero
+        value, gradient = dense_approximation(K, y, np.full(30, offset), sle.gp.Poisson(), **terms)
+    # EP rejects the first step (rounding); every other value is finite, far below a sensible one
+    rejected = approximation == "ep" and scale == 1e-5
+    assert value == -np.inf if rejected else np.isfinite(value) and value < -100
+    assert np.all(np.isfinite(gradient[0]))
+
+
+def test_a_count_far_below_a_wide_cavity_has_the_likelihoods_own_moments():
+    """A log-rate cavity at 278 with variance 4e6 (a sampler's step to an eta of e^8): the
+    bracket of the tilted mode is 1e126 wide and bisection closes it. The cavity is flat
+    beside the likelihood, so the tilted law is the likelihood's own: a Poisson count of 5
+    makes the log rate log-Gamma(5) (mean digamma(5), variance trigamma(5)); the cavity's
+    slope, 7e-5, moves the mean by 1.5e-5."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        _, mean, variance = sle.gp.Poisson().tilted(np.array([5.0]), np.array([278.0]),
+                                                    np.array([4.25e6]))  # fmt: skip
+    np.testing.assert_allclose(mean, special.digamma(5.0), atol=5e-5)
+    np.testing.assert_allclose(variance, special.polygamma(1, 5.0), rtol=1e-3)
+
+
+def test_tilted_moments_that_are_not_finite_make_ep_reject_the_point():
+    """A log rate above 709 overflows the likelihood's slope: no bracket, NaN moments."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        moments = sle.gp.Poisson().tilted(np.array([5.0]), np.array([800.0]), np.array([1e6]))
+    assert all(np.isnan(m[0]) for m in moments)
+
+    class Overflowing(sle.gp.Poisson):  # one observation's cavity as above
+        def tilted(self, y, cavity_mean, cavity_variance):
+            return super().tilted(y, np.where(np.arange(y.size) == 2, 800.0, cavity_mean),
+                                  cavity_variance)  # fmt: skip
+
+    x = np.linspace(0, 3, 8)
+    K = np.exp(-0.5 * (x[:, None] - x[None]) ** 2) + 1e-6 * np.eye(8)
+    y = np.arange(8.0)
+    assert find_sites(DenseStructure(K), Overflowing(), y, np.zeros(8)) is None
+    assert find_sites(DenseStructure(K), sle.gp.Poisson(), y, np.zeros(8)) is not None
 
 
 #: A linear contraction x -> A x + b of one site's natural parameters, fixed point (20, 20).

@@ -112,8 +112,9 @@ def find_sites(
     warm=None,
 ):
     """Parallel EP (module notes): :class:`EPSites`, or ``None`` when ``K + diag(1/tau)`` is not
-    numerically positive definite or rounding leaves a cavity variance that is not positive
-    (a sampler then rejects the point, as where the covariance is not positive definite).
+    numerically positive definite, rounding leaves a cavity variance that is not positive, or
+    a tilted distribution has no finite moments (a sampler then rejects the point, as where
+    the covariance is not positive definite).
     ``structure``, ``describe`` and ``warm`` are as for
     ``pymc_sle.gp._laplace._approximation.find_mode``; ``anderson_depth`` damped updates are
     combined (1: the damped sweeps alone).
@@ -140,16 +141,23 @@ def find_sites(
         if factor is None:
             return None
         a = factor.solve(site_mean - mean)
-        variance = (1.0 - factor.inverse_diagonal() / precision) / precision
+        with np.errstate(divide="ignore", invalid="ignore"):
+            variance = (1.0 - factor.inverse_diagonal() / precision) / precision
+            cavity_precision = 1.0 / variance - precision
         posterior_mean = site_mean - a / precision
-        cavity_precision = 1.0 / variance - precision
-        if not np.all(cavity_precision > 0):  # rounding: as if C were not positive definite
+        # rounding (a site so weak that its variance cancels to zero): as if C were not
+        # positive definite
+        if not np.all((cavity_precision > 0) & np.isfinite(cavity_precision)):
             return None
         cavity_variance = 1.0 / cavity_precision
         cavity_mean = cavity_variance * (posterior_mean / variance - precision * site_mean)
         log_z, tilted_mean, tilted_variance = likelihood.tilted(
             y, cavity_mean, cavity_variance, *parameters
         )
+        # a cavity far wider than the likelihood can leave the quadrature's nodes beside the
+        # tilted density's mass (``tilted_by_quadrature``): no moments, the point is rejected
+        if not np.all(np.isfinite(tilted_mean) & (tilted_variance > 0)):
+            return None
         residual = max(
             float(np.max(np.abs(tilted_mean - posterior_mean) / np.sqrt(variance))),
             float(np.max(np.abs(tilted_variance / variance - 1.0))),

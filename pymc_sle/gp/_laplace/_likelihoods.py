@@ -155,11 +155,13 @@ _END_STEPS, _DROP = 12, 40.0
 _MIN_NODES, _MAX_SPACING, _MAX_NODES = 81, 0.3, 4001
 #: Nodes times observations per block of the quadrature's sums (bounds its memory).
 _BLOCK = 2**21
-#: Safeguarded Newton steps for the tilted modes, and their relative tolerance.
-_MODE_STEPS, _MODE_TOLERANCE = 100, 1e-13
+#: Safeguarded Newton steps for the tilted modes, and their relative tolerance: enough for
+#: bisection alone to close any finite bracket (width below 2¹⁰²⁴) to the tolerance.
+_MODE_STEPS, _MODE_TOLERANCE = 1100, 1e-13
 
 
-@np.errstate(over="ignore", invalid="ignore")  # exp overflows far above a Poisson mode
+# exp overflows far above a Poisson mode; the mass underflows where the nodes miss it
+@np.errstate(over="ignore", invalid="ignore", divide="ignore")
 def tilted_by_quadrature(
     likelihood,
     y,
@@ -184,7 +186,9 @@ def tilted_by_quadrature(
     logistic): at least ``min_nodes`` nodes span the range, at most ``max_spacing`` apart
     (up to ``max_nodes``). All observations share the largest count; the extra nodes fall
     beyond the range, where the density has dropped by more than ``_DROP``. The moments come
-    from the same nodes, about the mode."""
+    from the same nodes, about the mode. A cavity mean at which the likelihood's slope
+    overflows (counts: a log rate above 709) leaves no finite bracket: ``log Z`` and the
+    moments are then NaN (EP rejects the point)."""
     mu = np.asarray(cavity_mean, float)
     v = np.asarray(cavity_variance, float)
 
@@ -361,9 +365,13 @@ class Poisson(Likelihood):
     def check(self, y):
         return _check_counts(y)
 
+    # far above the counts (a line search's trial step), exp overflows: the log density is
+    # -inf there, which rejects the step
+    @np.errstate(over="ignore")
     def log_density(self, y, f):
         return y * f - np.exp(f) - special.gammaln(y + 1)
 
+    @np.errstate(over="ignore")
     def pointwise(self, y, f):
         rate = np.exp(f)
         return self.log_density(y, f), y - rate, rate, -rate
