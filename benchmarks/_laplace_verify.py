@@ -119,6 +119,7 @@ def measure_verify(
     their unprefixed keys; EP's are prefixed ``ep_``."""
     import arviz as az
     import pymc as pm
+    from threadpoolctl import threadpool_limits
 
     kind, sharpness, target_accept = CASES[case]
     D, _, train, test, latent, labels = labelled_mesh(
@@ -143,7 +144,8 @@ def measure_verify(
     for method in (m for m in METHODS if not (stored and m == "latent")):
         model, gp = verification_model(kind, D, labels[train], train.size, method)
         began = time.perf_counter()
-        with model:
+        # one BLAS thread: nutpie's chains are threads of one process (docs/performance.md)
+        with model, threadpool_limits(limits=1, user_api="blas"):
             idata = pm.sample(draws=draws, tune=draws, nuts_sampler=sampler,
                               target_accept=target_accept, **SAMPLING)  # fmt: skip
             elapsed = time.perf_counter() - began
