@@ -114,7 +114,7 @@ def summary(result: dict) -> str:
             "## Against the exact posterior (NUTS on the latent values)",
             "",
             "| case | approximation | n | held out | draws, sampler, target acceptance, Latent's "
-            "values | mean abs. difference of predictive means "
+            "values, BLAS threads | mean abs. difference of predictive means "
             "| worst quantile difference (exact sds) | its Monte Carlo error (sds) "
             "| approximation (s) | Latent (s) | divergences, approximation / Latent "
             "| max r̂, approximation / Latent | min bulk, tail ESS, approximation / Latent |",
@@ -126,7 +126,7 @@ def summary(result: dict) -> str:
                 lines.append(
                     f"| {r['case']} | {name} | {r['n_train']} | {r['n_test']} | 4 x "
                     f"({r['draws']} + {r['draws']}), {r['sampler']}, {r['target_accept']}, "
-                    f"{r['latent_values']} | {_predictive(r, prefix)} "
+                    f"{r['latent_values']}, {_blas(r)} | {_predictive(r, prefix)} "
                     f"| {difference:.2f} ({worst}) "
                     f"| {'--' if error is None else f'{error:.2f}'} | {r[f'{method}_s']:.0f} "
                     f"| {r['latent_s']:.0f}{_sampled_on(r)} "
@@ -187,6 +187,13 @@ def approximations(row: dict) -> list[tuple[str, str, str]]:
     if "ep_probability_difference" in row:
         found.append(("EP", "ep_", "ep"))
     return found
+
+
+def _blas(row: dict) -> str:
+    """The BLAS threads a verify row sampled with (rows without a count: the default)."""
+    if "blas_threads" not in row:
+        return "default BLAS threads"
+    return "one BLAS thread" if row["blas_threads"] == 1 else f"{row['blas_threads']} BLAS threads"
 
 
 def _sampled_on(row: dict) -> str:

@@ -21,6 +21,10 @@ QUANTILES = (0.05, 0.5, 0.95)  # the hyperparameters' quantiles compared
 #: ``pm.sample``'s settings for both methods, besides the draws, the sampler and the case's
 #: target acceptance.
 SAMPLING = {"chains": 4, "cores": 2, "random_seed": 1, "progressbar": False}
+#: BLAS threads while sampling: nutpie's chains are threads of one process, whose BLAS pools
+#: would fight over the cores (docs/performance.md). Rows measured before hold no count: they
+#: ran with the default threads.
+BLAS_THREADS = 1
 
 #: The verification cases: (likelihood, sharpness of the latent field, NUTS's target acceptance
 #: for both methods). The counts pin the Poisson case's latent values: its exact run samples
@@ -74,6 +78,7 @@ def _settings(mesh_name, case, n_train, n_test, draws, sampler, data) -> dict:
         digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
     return {"mesh": mesh_name, "case": case, "cases": CASES[case], "n_train": n_train,
             "n_test": n_test, "draws": draws, "sampler": sampler, "sampling": SAMPLING,
+            "blas_threads": BLAS_THREADS,
             "data_sha256": digest.hexdigest()}  # fmt: skip
 
 
@@ -132,7 +137,8 @@ def measure_verify(
     Xnew = train.size + np.arange(test.size)[:, None]
     out = {"case": case, "n_train": int(train.size), "n_test": int(test.size), "draws": draws,
            "sampler": sampler, "target_accept": target_accept,
-           "latent_values": "centred" if kind == "poisson" else "non-centred"}  # fmt: skip
+           "latent_values": "centred" if kind == "poisson" else "non-centred",
+           "blas_threads": BLAS_THREADS}  # fmt: skip
     fits = {}
     settings = _settings(mesh_name, case, n_train, n_test, draws, sampler,
                          [labels[train], latent, D.to_dense(fill=D.cutoff)])  # fmt: skip
@@ -144,8 +150,7 @@ def measure_verify(
     for method in (m for m in METHODS if not (stored and m == "latent")):
         model, gp = verification_model(kind, D, labels[train], train.size, method)
         began = time.perf_counter()
-        # one BLAS thread: nutpie's chains are threads of one process (docs/performance.md)
-        with model, threadpool_limits(limits=1, user_api="blas"):
+        with model, threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
             idata = pm.sample(draws=draws, tune=draws, nuts_sampler=sampler,
                               target_accept=target_accept, **SAMPLING)  # fmt: skip
             elapsed = time.perf_counter() - began

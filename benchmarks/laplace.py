@@ -20,10 +20,11 @@ Four sections, each run on its own (``--section``; the others' results are kept)
 - ``verify``: Laplace + NUTS and EP + NUTS against ``pm.gp.Latent`` + NUTS on the latent values
   (the exact posterior, up to Monte Carlo) at n = 200 on dense distances, 4 x (1000 + 1000) each
   with nutpie (numba compiles the latent model's dense linear algebra, which PyTensor's C
-  backend runs in Python) and one BLAS thread (its chains are threads of one process), for Bernoulli and Poisson labels and for Bernoulli labels with
-  well-separated classes (where Laplace is known to be weak): the mean absolute difference of
-  the held-out predictive probabilities (rates), and of the hyperparameters' 5/50/95 % quantiles
-  in the exact posterior's sds, with that difference's Monte Carlo error, r̂ and ESS.
+  backend runs in Python) and one BLAS thread (its chains are threads of one process), for
+  Bernoulli and Poisson labels and for Bernoulli labels with well-separated classes (where
+  Laplace is known to be weak): the mean absolute difference of the held-out predictive
+  probabilities (rates), and of the hyperparameters' 5/50/95 % quantiles in the exact
+  posterior's sds, with that difference's Monte Carlo error, r̂ and ESS.
 
 ``--n`` (sizes) and ``--case`` (verify) run some rows of a section and keep the others.
 
