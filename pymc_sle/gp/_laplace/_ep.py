@@ -154,8 +154,8 @@ def find_sites(
         log_z, tilted_mean, tilted_variance = likelihood.tilted(
             y, cavity_mean, cavity_variance, *parameters
         )
-        # a cavity far wider than the likelihood can leave the quadrature's nodes beside the
-        # tilted density's mass (``tilted_by_quadrature``): no moments, the point is rejected
+        # a cavity mean at which the likelihood's slope overflows has no finite tilted moments
+        # (``tilted_by_quadrature``): the point is rejected
         if not np.all(np.isfinite(tilted_mean) & (tilted_variance > 0)):
             return None
         residual = max(

@@ -160,8 +160,7 @@ _BLOCK = 2**21
 _MODE_STEPS, _MODE_TOLERANCE = 1100, 1e-13
 
 
-# exp overflows far above a Poisson mode; the mass underflows where the nodes miss it
-@np.errstate(over="ignore", invalid="ignore", divide="ignore")
+@np.errstate(over="ignore", invalid="ignore")  # exp overflows far above a Poisson mode
 def tilted_by_quadrature(
     likelihood,
     y,
