@@ -83,6 +83,12 @@ def test_ep_is_much_closer_to_the_exact_integral_than_laplace(name, y, scale):
     assert abs(ep - exact) < 0.2 * abs(laplace - exact)
 
 
+def _line_covariance(n, *, scale=1.0, ls=1.0, jitter=1e-6):
+    """``n`` points evenly on [0, 3] and their squared-exponential covariance plus jitter."""
+    x = np.linspace(0, 3, n)
+    return x, scale * np.exp(-0.5 * (x[:, None] - x[None]) ** 2 / ls**2) + jitter * np.eye(n)
+
+
 def test_ep_keeps_the_limit_of_a_growing_signal_variance():
     """With the signal variance s growing, the probit labels' exact marginal likelihood tends
     to an orthant probability (:math:`\\tfrac14 + \\arcsin\\rho / 2\\pi` for two points of
@@ -100,8 +106,7 @@ def test_ep_keeps_the_limit_of_a_growing_signal_variance():
 
 
 def test_ep_reports_the_parameters_when_it_does_not_converge():
-    x = np.linspace(0, 3, 12)
-    K = 4.0 * np.exp(-0.5 * (x[:, None] - x[None]) ** 2) + 1e-6 * np.eye(12)
+    x, K = _line_covariance(12, scale=4.0)
     y = (np.sin(3 * x) > 0).astype(float)
     with pytest.raises(sle.gp.EPError, match=r"did not converge in 1 sweeps .* at eta=7"):
         find_sites(DenseStructure(K), sle.gp.Bernoulli(), y, np.zeros(12), max_sweeps=1,
@@ -119,8 +124,7 @@ WILD_POISSON_STEPS = [(1e-5, -30.0), (1e3, -30.0), (1e7, -30.0)]
 @pytest.mark.parametrize("approximation", ["laplace", "ep"])
 @pytest.mark.parametrize(("scale", "offset"), WILD_POISSON_STEPS)
 def test_a_wild_step_gives_a_value_or_minus_infinity_silently(approximation, scale, offset):
-    x = np.linspace(0, 3, 30)
-    K = scale * (np.exp(-0.5 * (x[:, None] - x[None]) ** 2 / 0.3**2) + 1e-6 * np.eye(30))
+    x, K = _line_covariance(30, scale=scale, ls=0.3, jitter=1e-6 * scale)
     y = np.random.default_rng(3).poisson(np.exp(1 + np.sin(3 * x))).astype(float)
     terms = {"laplace": {}, "ep": {"terms": ep_terms}}[approximation]
     with warnings.catch_warnings():
@@ -158,8 +162,7 @@ def test_tilted_moments_that_are_not_finite_make_ep_reject_the_point():
             return super().tilted(y, np.where(np.arange(y.size) == 2, 800.0, cavity_mean),
                                   cavity_variance)  # fmt: skip
 
-    x = np.linspace(0, 3, 8)
-    K = np.exp(-0.5 * (x[:, None] - x[None]) ** 2) + 1e-6 * np.eye(8)
+    K = _line_covariance(8)[1]
     y = np.arange(8.0)
     assert find_sites(DenseStructure(K), Overflowing(), y, np.zeros(8)) is None
     assert find_sites(DenseStructure(K), sle.gp.Poisson(), y, np.zeros(8)) is not None
@@ -202,8 +205,7 @@ def test_a_residual_that_is_not_finite_falls_back_to_the_damped_update():
 @pytest.mark.parametrize("scale", [25.0, 100.0])
 def test_accelerated_sweeps_reach_the_damped_sweeps_sites_in_fewer_sweeps(scale):
     """Separable labels under a wide prior (sharp sites, slow linear convergence)."""
-    x = np.linspace(0, 3, 40)
-    K = scale * np.exp(-0.5 * (x[:, None] - x[None]) ** 2 / 0.09) + 1e-6 * np.eye(40)
+    x, K = _line_covariance(40, scale=scale, ls=0.3)
     y = (np.sin(3 * x) > 0).astype(float)
     accelerated = find_sites(DenseStructure(K), sle.gp.Bernoulli(), y, np.zeros(40))
     damped = find_sites(DenseStructure(K), sle.gp.Bernoulli(), y, np.zeros(40), anderson_depth=1)
