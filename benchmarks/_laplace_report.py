@@ -166,8 +166,8 @@ def quantile_verdict(row: dict, prefix: str, method: str) -> str:
     unmixed = {run: value for run, value in r_hat.items() if value > TARGETS["r_hat"]}
     if unmixed:
         runs = ", ".join(f"{'the exact run' if run == 'latent' else 'the approximation'}'s "
-                         f"r̂ {value:.3f}" for run, value in unmixed.items())  # fmt: skip
-        return f"undecided ({figures}; {runs})"
+                         f"r̂ {value:.4f}" for run, value in unmixed.items())  # fmt: skip
+        return f"undecided ({figures}; {runs}, above {TARGETS['r_hat']})"
     if error is not None and error > TARGETS["quantile_sd"]:
         return f"undecided ({figures}, above the target)"
     return f"{'met' if difference <= TARGETS['quantile_sd'] else 'missed'} ({figures})"
