@@ -204,7 +204,8 @@ def measure_verify(
         fits["latent"], diagnostics = stored
         out.update(diagnostics)
     for method in (m for m in METHODS if not (stored and m == "latent")):
-        began = time.perf_counter()  # the exact run's time includes its whitening's MAP
+        began = time.perf_counter()  # a run's time: its model (the counts' exact run: its
+        # whitening's MAP too) and its sampling
         whitened = None
         if method == "latent" and kind == "poisson":
             whitened = whitening(D, labels[train], train.size)
