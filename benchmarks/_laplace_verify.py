@@ -53,17 +53,18 @@ def latent_values(kind: str) -> str:
 def whitening(D, y, n_train: int) -> tuple[np.ndarray, np.ndarray]:
     r"""The counts' Gaussian stand-in :math:`N(\tilde y \mid f, W^{-1})` for the likelihood,
     ``(pseudo-observations, W's diagonal)``, fixed at the Laplace mode :math:`\hat f` of the
-    Laplace model's MAP hyperparameters: :math:`W = e^{\hat f}`, :math:`\tilde y = \hat f +
-    (y - e^{\hat f}) / W`. The exact run samples the latent values on the coordinates it gives
-    (``verification_model``)."""
+    Laplace model's MAP hyperparameters: with the likelihood's slope :math:`b` and curvature
+    :math:`W` there (``Likelihood.derivatives``; Poisson: :math:`y - e^{\hat f}` and
+    :math:`e^{\hat f}`), :math:`\tilde y = \hat f + b / W`. The exact run samples the latent
+    values on the coordinates it gives (``verification_model``)."""
     import pymc_sle as sle
 
     model, gp = verification_model("poisson", D, y, n_train, "laplace")
     with model:
         point = sle.find_map(seed=1).point
     mode, _ = gp.predict(np.arange(n_train)[:, None], point, model=model)
-    W = np.exp(mode)
-    return mode + (y - W) / W, W
+    _, slope, W, _ = sle.gp.Poisson().derivatives(y, mode)
+    return mode + slope / W, W
 
 
 def _whitened(z, mean, K, pseudo, W):
@@ -112,11 +113,11 @@ def verification_model(kind: str, D, y, n_train: int, method: str, whitened=None
             gp.marginal_likelihood("y", X=X, y=y, likelihood=likelihood)
         elif kind == "poisson":
             gp = pm.gp.Latent(mean_func=mean, cov_func=cov)
-            K = pm.gp.util.stabilize(cov(X), JITTER)
+            mu, K = mean(X), pm.gp.util.stabilize(cov(X), JITTER)
             z = pm.Flat("z", shape=n_train)  # the density is f's, times the Jacobian |F|
-            f, log_det = _whitened(z, mean(X), K, *whitened)
+            f, log_det = _whitened(z, mu, K, *whitened)
             f = pm.Deterministic("f", f)
-            prior = pm.MvNormal.dist(mu=mean(X), cov=K)
+            prior = pm.MvNormal.dist(mu=mu, cov=K)
             pm.Potential("f_prior", pm.logp(prior, f) + log_det)
             pm.Poisson("y", mu=pm.math.exp(f), observed=y)
             gp.X, gp.f = X, f  # what ``gp.conditional`` conditions on, as after ``gp.prior``
