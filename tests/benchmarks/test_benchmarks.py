@@ -483,10 +483,12 @@ def test_compile_cost_benchmark_quick(tmp_path):
     assert (tmp_path / "compile_cost_quick.md").read_text().startswith("# Compiling")
 
 
-def test_laplace_verify_whitening_is_the_stand_in_posterior_and_its_jacobian():
-    """f = m + F z with F F^T = (K^-1 + W)^-1, m = F F^T (K^-1 mu + W y~), log|det F| right."""
+def test_laplace_verify_whitening_is_the_stand_in_posterior_with_its_density():
+    """f = m + F z with F F^T = (K^-1 + W)^-1, m = F F^T (K^-1 mu + W y~), and the density of
+    z is log N(f | mu, K) + log|det F|, at two points."""
     import pytensor
     import pytensor.tensor as pt
+    from scipy.stats import multivariate_normal
 
     from benchmarks._laplace_verify import _whitened
 
@@ -495,10 +497,13 @@ def test_laplace_verify_whitening_is_the_stand_in_posterior_and_its_jacobian():
     K, W = A @ A.T + 0.1 * np.eye(6), rng.uniform(0.01, 5.0, size=6)
     mean, pseudo = rng.normal(size=6), rng.normal(size=6)
     z = pt.vector("z")
-    f, log_det = _whitened(z, pt.as_tensor(mean), pt.as_tensor(K), pseudo, W)
-    outputs = [pt.jacobian(f, z), f, log_det]
-    F, f0, logdet = pytensor.function([z], outputs, on_unused_input="ignore")(np.zeros(6))
+    f, log_density = _whitened(z, pt.as_tensor(mean), pt.as_tensor(K), pseudo, W)
+    evaluate = pytensor.function([z], [pt.jacobian(f, z), f, log_density])
     covariance = np.linalg.inv(np.linalg.inv(K) + np.diag(W))
-    np.testing.assert_allclose(F @ F.T, covariance, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(f0, covariance @ (np.linalg.solve(K, mean) + W * pseudo), rtol=1e-10)
-    assert logdet == pytest.approx(np.linalg.slogdet(F)[1], rel=1e-12)
+    for point in (np.zeros(6), rng.normal(size=6)):
+        F, f0, density = evaluate(point)
+        np.testing.assert_allclose(F @ F.T, covariance, rtol=1e-10, atol=1e-12)
+        centre = covariance @ (np.linalg.solve(K, mean) + W * pseudo)
+        np.testing.assert_allclose(f0, centre + F @ point, rtol=1e-10, atol=1e-12)
+        expected = multivariate_normal(mean, K).logpdf(f0) + np.linalg.slogdet(F)[1]
+        assert density == pytest.approx(expected, rel=1e-10)
