@@ -26,8 +26,11 @@ Op's ``__props__`` (and of an integer its funcify may return beside it, e.g. an 
 ``ndim``), with a cache key: PyTensor then caches the compiled graph on disk
 (``numba__cache``), so a model compiled once for nutpie is loaded, not compiled, the next time.
 One Op registered without a key (an object-mode one) leaves its whole graph uncached. The key
-also holds a digest of the package's source: a cached graph carries the machine code of every
-kernel it calls, so any change to the package (an upgrade, an edit) must miss the old entries.
+also holds a digest of the source of the funcify's module and of every package module it
+imports, transitively (:func:`source_closure`): a cached graph carries the machine code of every
+kernel it calls, and a kernel calls only numba functions its module imports, so a change to any
+of them (an upgrade, an edit) misses the old entries, while a change elsewhere in the package
+keeps them.
 
 :func:`register_jax` registers an Op's ``jax_funcify`` implementation beside the Op (its C and
 NUMBA implementations are the numba kernels its module compiles): when JAX is not installed it
@@ -36,6 +39,7 @@ registers nothing, and the Op runs on the other backends only.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import multiprocessing
@@ -51,6 +55,7 @@ __all__ = [
     "register_jax",
     "register_numba",
     "register_value_only",
+    "source_closure",
     "worker_blas_limit",
 ]
 
@@ -111,7 +116,8 @@ def register_numba(op_class: type):
             function, extra = result if isinstance(result, tuple) else (result, 0)
             if register is None:  # PyTensor before numba caching: no key
                 return function
-            key = hashlib.sha256(f"{_source_digest()}:{extra}".encode()).hexdigest()
+            digest = _source_digest(funcify.__module__)
+            key = hashlib.sha256(f"{digest}:{extra}".encode()).hexdigest()
             return function, int(key[:15], 16)
 
         (register or basic.numba_funcify.register)(op_class)(keyed)
@@ -120,12 +126,61 @@ def register_numba(op_class: type):
     return decorate
 
 
+#: The package's folder: module ``pymc_sle.a.b`` is ``a/b.py`` or ``a/b/__init__.py`` in it.
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _module_path(module: str) -> Path | None:
+    """The source file of package module ``module``, or None for a name that is not one."""
+    base = _PACKAGE.parent.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imported_modules(module: str) -> set[str]:
+    """The package modules ``module``'s source imports anywhere (a function's body too): ``import
+    pymc_sle.a``, ``from pymc_sle.a import b`` (module ``pymc_sle.a.b`` if there is one, else
+    ``pymc_sle.a``) and their relative forms."""
+    path = _module_path(module)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*parent, *([node.module] if node.module else [])])
+            else:
+                source = node.module
+            for alias in node.names:
+                child = f"{source}.{alias.name}"
+                found.add(child if _module_path(child) else source)
+    return {name for name in found if name.split(".")[0] == _PACKAGE.name and _module_path(name)}
+
+
+def source_closure(module: str) -> list[str]:
+    """``module`` and the package modules it imports, transitively, sorted: the code a numba
+    function of ``module`` can reach. A package's ``__init__`` that runs only because a module
+    inside it is imported is not followed; one imported by name is."""
+    seen, todo = set(), [module]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(_imported_modules(name))
+    return sorted(seen)
+
+
 @functools.cache
-def _source_digest() -> str:
-    """The SHA-256 of every module of the package, in path order (module notes)."""
+def _source_digest(module: str) -> str:
+    """The SHA-256 of the source of :func:`source_closure` of ``module``, in name order."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
-        digest.update(path.read_bytes())
+    for name in source_closure(module):
+        digest.update(name.encode())
+        digest.update(_module_path(name).read_bytes())
     return digest.hexdigest()
 
 

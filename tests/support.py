@@ -112,6 +112,13 @@ def synthetic_grid(log_marginal: np.ndarray, radius: np.ndarray):
 
 #: The repository.
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "pymc_sle"
+
+
+def module_name(path: Path) -> str:
+    """The dotted name of the package module at ``path``."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _run(command: list[str], cwd: Path | None) -> subprocess.CompletedProcess:

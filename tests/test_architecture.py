@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "pymc_sle"
+from tests.support import PACKAGE, module_name
 
 #: The layers, lowest first: a module imports from its own layer and the ones below only.
 LAYERS = {
@@ -23,11 +23,6 @@ PYMC_INTERNALS = re.compile(
     r"\.(rvs_to_transforms|rvs_to_values|values_to_rvs|rvs_to_initial_values|get_a_and_b|"
     r"_build_marginal_likelihood|_build_conditional|_get_given_vals|_factor_list)\b"
 )
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _imports(path: Path):
@@ -51,7 +46,7 @@ def _layer(module: str) -> int:
 MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: _module_name(p))
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
 def test_no_private_name_is_imported_from_another_module(path):
     private = [f"{module}.{name}" for module, name in _imports(path)
                if name.startswith("_") and not name.startswith("__")
@@ -59,9 +54,9 @@ def test_no_private_name_is_imported_from_another_module(path):
     assert private == []
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: _module_name(p))
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
 def test_imports_run_down_the_layers(path):
-    own = _module_name(path)
+    own = module_name(path)
     if own == "pymc_sle":
         return  # the front door names everything
     imported = [f"{module}.{name}" if _is_module(module, name) else module
@@ -73,10 +68,10 @@ def test_imports_run_down_the_layers(path):
 def test_the_imports_have_no_circle():
     graph = {}
     for path in MODULES:
-        graph[_module_name(path)] = {
+        graph[module_name(path)] = {
             f"{module}.{name}" if _is_module(module, name) else module
             for module, name in _imports(path)
-        } - {_module_name(path)}
+        } - {module_name(path)}
     state: dict[str, int] = {}
 
     def visit(module, trail):
@@ -96,7 +91,7 @@ def test_at_most_eight_modules_at_the_top_level():
     assert len([p for p in PACKAGE.glob("*.py") if p.name != "__init__.py"]) <= 8
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: _module_name(p))
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
 def test_pymc_internals_are_reached_from_pymc_compat_alone(path):
     if path.name == "_pymc_compat.py":
         return

@@ -10,9 +10,10 @@ import pytensor.tensor as pt
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from pymc_sle._backends import one_blas_thread_in_workers, worker_blas_limit
+from pymc_sle._backends import one_blas_thread_in_workers, source_closure, worker_blas_limit
 from pymc_sle.gp import GaussianLogDensity, SparseSLELogDensity
 from pymc_sle.kernels import _bump_ops, _embedding_ops
+from tests.support import PACKAGE, module_name
 
 
 def blas_threads() -> list[int]:
@@ -126,5 +127,88 @@ def test_the_cache_keys_change_with_the_package_source(monkeypatch):
     cov, residual = pt.matrix("cov"), pt.vector("r")
     density = GaussianLogDensity(True)(cov, residual)[0]
     before = _numba_cache_key(density, [cov, residual])
-    monkeypatch.setattr(pymc_sle._backends, "_source_digest", lambda: "another source")
+    monkeypatch.setattr(pymc_sle._backends, "_source_digest", lambda module: "another source")
     assert _numba_cache_key(density, [cov, residual]) != before
+
+
+#: The modules that register a NUMBA implementation under a cache key.
+NUMBA_MODULES = sorted(
+    module_name(path) for path in PACKAGE.rglob("*.py") if "@register_numba(" in path.read_text()
+)
+
+
+def test_the_numba_implementations_are_the_ones_expected():
+    kernels = [f"pymc_sle.kernels.{name}" for name in ("_bump_ops", "_embedding_ops", "_inputs")]
+    assert NUMBA_MODULES == ["pymc_sle.gp._log_density", *kernels]
+
+
+@pytest.mark.parametrize("module", NUMBA_MODULES)
+def test_every_numba_function_a_keyed_module_reaches_is_in_its_source_closure(module):
+    """The digest covers the code a cached graph carries: every numba function named by a
+    module of the closure is defined in the closure, and the closure holds the kernels."""
+    import importlib
+
+    import numba
+
+    closure = source_closure(module)
+    reached = {
+        value.py_func.__module__
+        for name in closure
+        for value in vars(importlib.import_module(name)).values()
+        if isinstance(value, numba.core.dispatcher.Dispatcher)
+    }
+    assert reached and reached <= set(closure)
+    assert module in closure and "pymc_sle._backends" in closure
+    assert not {"pymc_sle", "pymc_sle.inference", "pymc_sle.gp"} & set(closure)
+
+
+def test_the_digest_follows_the_closure_only(monkeypatch, tmp_path):
+    """An edit inside a module's closure changes its digest; one outside keeps it."""
+    import pymc_sle._backends as backends
+
+    module = "pymc_sle.gp._log_density"
+    original = backends._module_path
+
+    def edited(target):
+        def module_path(name):
+            path = original(name)
+            if name != target:
+                return path
+            copy = tmp_path / f"{name}.py"
+            copy.write_text(path.read_text() + "\n# an edit\n")
+            return copy
+
+        return module_path
+
+    digests = {}
+    try:
+        for target in (None, "pymc_sle._linalg._lapack", "pymc_sle.inference._priors"):
+            monkeypatch.setattr(backends, "_module_path", edited(target))
+            backends._source_digest.cache_clear()
+            digests[target] = backends._source_digest(module)
+    finally:
+        backends._source_digest.cache_clear()  # no digest of an edited copy stays cached
+    assert "pymc_sle._linalg._lapack" in source_closure(module)
+    assert digests["pymc_sle._linalg._lapack"] != digests[None]
+    assert digests["pymc_sle.inference._priors"] == digests[None]
+
+
+def test_the_closure_follows_absolute_relative_and_local_imports(monkeypatch, tmp_path):
+    import pymc_sle._backends as backends
+
+    source = (
+        "import numpy\n"
+        "from pymc_sle._linalg import _lapack\n"
+        "from ._validation import check_one_of\n"
+        "def f():\n"
+        "    import pymc_sle._data_numbers\n"
+    )
+    fake = tmp_path / "fake.py"
+    fake.write_text(source)
+    original = backends._module_path
+    monkeypatch.setattr(
+        backends, "_module_path", lambda name: fake if name == "pymc_sle.fake" else original(name)
+    )
+    assert backends._imported_modules("pymc_sle.fake") == {
+        "pymc_sle._linalg._lapack", "pymc_sle._validation", "pymc_sle._data_numbers"
+    }  # fmt: skip
