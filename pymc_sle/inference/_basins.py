@@ -312,7 +312,7 @@ def at_start(transform: Transform) -> Transform:
 
 def _coordinate(transform: Transform, x) -> np.ndarray:
     """``transform``'s sampled coordinate of the floats ``x``."""
-    return np.asarray(transform.forward(pt.as_tensor(np.asarray(x, dtype=float))).eval())
+    return np.asarray(transform.forward(data_number(np.asarray(x, dtype=float))).eval())
 
 
 def _moments(u, weights, width, radius, basins) -> tuple[np.ndarray, np.ndarray]:

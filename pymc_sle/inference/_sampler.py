@@ -44,6 +44,7 @@ from pymc.logprob.transforms import ChainedTransform
 from pymc.model.transform.conditioning import change_value_transforms
 from threadpoolctl import threadpool_limits
 
+from pymc_sle._data_numbers import data_number
 from pymc_sle._pymc_compat import (
     initial_values,
     value_transform,
@@ -156,8 +157,9 @@ def _intervals(basins: list[Basin], meeting: list[float], transform) -> list[tup
     are open (``None``)."""
 
     def forward(radius: float) -> float:
-        radius = np.float64(radius)
-        return float(radius if transform is None else transform.forward(radius).eval())
+        if transform is None:
+            return float(radius)
+        return float(transform.forward(data_number(radius)).eval())  # one module for any data
 
     cut = [forward(radius) for radius in meeting]
     if forward(basins[0].radius) > forward(basins[-1].radius):  # a decreasing transform

@@ -9,6 +9,7 @@ import pytensor.tensor as pt
 from pymc.gp.cov import Stationary
 from pytensor.graph.basic import Variable
 
+from pymc_sle._data_numbers import data_number
 from pymc_sle._pymc_compat import constant_upper_bound
 from pymc_sle._validation import (
     as_index_array,
@@ -43,9 +44,9 @@ def _prior_mass_outside(radius, low: float, high: float) -> tuple[float, float] 
     ``None`` when ``radius`` is not a random variable with a CDF (e.g. a Deterministic)."""
     import pymc as pm
 
-    try:
-        below = np.exp(pm.logcdf(radius, low).eval())
-        above = -np.expm1(pm.logcdf(radius, high).eval())
+    try:  # the distances as data numbers: one compiled module for every data set
+        below = np.exp(pm.logcdf(radius, data_number(low)).eval())
+        above = -np.expm1(pm.logcdf(radius, data_number(high)).eval())
     except (NotImplementedError, TypeError, ValueError, AttributeError):
         return None
     return float(np.max(below)), float(np.max(above))
