@@ -76,10 +76,10 @@ def _basin_intervals_times(factor):
 
 
 def _coordinate_times(factor):
-    from pymc_sle.inference._basins import _coordinate
+    from pymc_sle.inference._basins import coordinates
     from pymc_sle.inference._transforms import CenteredLog
 
-    return _coordinate(CenteredLog(2.0, 0.5), factor * 1.7)
+    return coordinates(CenteredLog(2.0, 0.5), factor * 1.7, [factor, factor * 2.0])
 
 
 @pytest.mark.parametrize(

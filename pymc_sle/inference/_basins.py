@@ -63,6 +63,7 @@ __all__ = [
     "InBasin",
     "add_label",
     "at_start",
+    "coordinates",
     "cuts",
     "find_basins",
     "framed",
@@ -310,9 +311,15 @@ def at_start(transform: Transform) -> Transform:
     return transform
 
 
-def _coordinate(transform: Transform, x) -> np.ndarray:
-    """``transform``'s sampled coordinate of the floats ``x``."""
-    return np.asarray(transform.forward(data_number(np.asarray(x, dtype=float))).eval())
+def coordinates(transform: Transform | None, *values) -> tuple[np.ndarray, ...]:
+    """``transform``'s sampled coordinate of each of ``values`` (floats or arrays of them, each
+    returned in its shape), from one evaluation; ``None`` is the identity."""
+    arrays = [np.asarray(x, dtype=float) for x in values]
+    flat = np.concatenate([x.ravel() for x in arrays])
+    if transform is not None:
+        flat = np.asarray(transform.forward(data_number(flat)).eval())
+    parts = np.split(flat, np.cumsum([x.size for x in arrays])[:-1])
+    return tuple(part.reshape(x.shape) for part, x in zip(parts, arrays, strict=True))
 
 
 def _moments(u, weights, width, radius, basins) -> tuple[np.ndarray, np.ndarray]:
@@ -351,12 +358,13 @@ def radius_frames(base: Transform, grid, basins) -> tuple[np.ndarray, ...]:
     from ``grid``'s radius marginal in ``base``'s sampled coordinate: the moments of each basin's
     cells (radii above a capped ``base``'s bound left out), and intervals meeting halfway
     (geometrically) between neighbouring basins' outermost cells."""
-    u = _coordinate(base, grid.radius)[:, None]
-    means, sds = _moments(u, grid.marginal("radius")[:, None], _widths(u, 0), grid.radius, basins)
     order = np.argsort([b.radius for b in basins])
     ranked = [basins[i] for i in order]
-    ends = np.concatenate([[-np.inf], np.sort(_coordinate(base, cuts(ranked))), [np.inf]])
-    increasing = np.all(np.diff(_coordinate(base, [b.radius for b in ranked])) > 0)
+    u, cut, peaks = coordinates(base, grid.radius, cuts(ranked), [b.radius for b in ranked])
+    u = u[:, None]
+    means, sds = _moments(u, grid.marginal("radius")[:, None], _widths(u, 0), grid.radius, basins)
+    ends = np.concatenate([[-np.inf], np.sort(cut), [np.inf]])
+    increasing = np.all(np.diff(peaks) > 0)
     place = np.empty(len(basins), dtype=int)  # each basin's rank along the coordinate
     place[order] = np.arange(len(basins)) if increasing else np.arange(len(basins))[::-1]
     return means, sds, ends[place], ends[place + 1]
@@ -370,7 +378,7 @@ def scale_frames(grid, basins, name: str, inner: Transform, ridge=None):
     log_theta = np.log(getattr(grid, name))[None, :]
     if ridge is not None:
         log_theta = log_theta - ridge.numpy(np.log(grid.radius))[:, None]
-    u = _coordinate(inner, np.exp(log_theta))
+    (u,) = coordinates(inner, np.exp(log_theta))
     return _moments(u, grid.joint_with_radius(name), _widths(u, 1), grid.radius, basins)
 
 

@@ -44,14 +44,13 @@ from pymc.logprob.transforms import ChainedTransform
 from pymc.model.transform.conditioning import change_value_transforms
 from threadpoolctl import threadpool_limits
 
-from pymc_sle._data_numbers import data_number
 from pymc_sle._pymc_compat import (
     initial_values,
     value_transform,
     value_transforms,
     without_initial_values,
 )
-from pymc_sle.inference._basins import Basin, BasinJump, at_start, cuts
+from pymc_sle.inference._basins import Basin, BasinJump, at_start, coordinates, cuts
 from pymc_sle.inference._mass_matrix import pymc_nuts
 from pymc_sle.inference._priors import SLEPriors
 from pymc_sle.inference._search import DEFAULT_POLICY
@@ -156,13 +155,9 @@ def _intervals(basins: list[Basin], meeting: list[float], transform) -> list[tup
     ``transform``'s space, between their ``cuts``; the outer ends
     are open (``None``)."""
 
-    def forward(radius: float) -> float:
-        if transform is None:
-            return float(radius)
-        return float(transform.forward(data_number(radius)).eval())  # one module for any data
-
-    cut = [forward(radius) for radius in meeting]
-    if forward(basins[0].radius) > forward(basins[-1].radius):  # a decreasing transform
+    cut, (first, last) = coordinates(transform, meeting, [basins[0].radius, basins[-1].radius])
+    cut = cut.tolist()
+    if first > last:  # a decreasing transform
         return list(zip([*cut, None], [None, *cut], strict=True))
     return list(zip([None, *cut], [*cut, None], strict=True))
 
