@@ -211,7 +211,9 @@ def _radius_map(
         )
         bound = capped.bound
         beyond = float(coarse.marginal("radius")[coarse.radius > max(bound, grid.radius[-1])].sum())
-        truncated = beyond + (1.0 - beyond) * float(marginal[grid.radius > bound].sum())
+        # a cell at the bound to rounding (a ceiling at the grid's last radius) is not cut off
+        cut_off = grid.radius > bound * (1.0 + 1e-9)
+        truncated = beyond + (1.0 - beyond) * float(marginal[cut_off].sum())
         if truncated < policy.min_basin_mass:
             return capped, bound, truncated
     if np.isfinite(log_ceiling):

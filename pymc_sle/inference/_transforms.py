@@ -67,7 +67,19 @@ class Hermite:
     r"""A monotone-preserving cubic through ``(start + k * step, values[k])`` (SciPy's PCHIP
     slopes), continued by straight lines with the end slopes: continuous with a continuous first
     derivative everywhere. Calling it on a tensor gives the value and the derivative.
-    ``end_slopes`` replaces the slopes at the first and last knot (and so of the lines)."""
+    ``end_slopes`` replaces the slopes at the first and last knot (and so of the lines).
+
+    Each piece is a polynomial :math:`c_0 + c_1 s + (c_2 + c_3 t)\, t^2` with
+    :math:`p` the position ``(x - start) / step``, :math:`K` the last knot's index,
+    :math:`k = \min(\max(\lfloor p \rfloor, -1), K)`, :math:`s = p - k` and
+    :math:`t = \min(\max(s, 0), 1)`: the cubics for :math:`0 \le k < K` (where :math:`t = s`),
+    and the lines for :math:`k = -1` and :math:`k = K`, whose :math:`c_2 = c_3 = 0` (so an
+    infinite ``x`` gives an infinite value). With :math:`y` the values and :math:`m` the slopes
+    times ``step``, the cubic from knot :math:`k` has :math:`c_0 = y_k`, :math:`c_1 = m_k`,
+    :math:`c_2 = 3 (y_{k+1} - y_k) - 2 m_k - m_{k+1}` and
+    :math:`c_3 = 2 (y_k - y_{k+1}) + m_k + m_{k+1}` (the Hermite basis expanded); it reaches
+    :math:`y_{k+1}` to rounding. The graph is a lookup and a few products, with no branch
+    (:doc:`/performance`, section 5, compares the forms tried)."""
 
     def __init__(self, start: float, step: float, values, end_slopes=None):
         self.start, self.step = float(start), float(step)
@@ -76,46 +88,42 @@ class Hermite:
         self.slopes = interpolate.PchipInterpolator(knots, self.values).derivative()(knots)
         if end_slopes is not None:
             self.slopes[[0, -1]] = end_slopes
+        y, m = self.values, self.step * self.slopes
+        y0, y1, m0, m1 = y[:-1], y[1:], m[:-1], m[1:]
+        #: ``(4, K + 2)``: :math:`c_0, \dots, c_3` of each piece, the line below the knots
+        #: first (its :math:`s` is :math:`p + 1`).
+        self.coefficients = np.stack(
+            [
+                np.concatenate([[y[0] - m[0]], y0, [y[-1]]]),
+                np.concatenate([[m[0]], m0, [m[-1]]]),
+                np.concatenate([[0.0], 3 * (y1 - y0) - 2 * m0 - m1, [0.0]]),
+                np.concatenate([[0.0], 2 * (y0 - y1) + m0 + m1, [0.0]]),
+            ]
+        )
         self._graph_numbers = tuple(
-            data_number(x) for x in (self.start, self.step, self.values, self.slopes)
+            data_number(x) for x in (self.start, self.step, *self.coefficients)
         )
 
-    def __call__(self, x):
-        start, h, y, m = self._graph_numbers
-        last = y.shape[0] - 1
+    @staticmethod
+    def _evaluate(x, numbers, math):
+        """The value and the derivative at ``x`` from ``numbers`` (start, step and the four
+        coefficient rows), with ``math`` ``pt`` or ``np``."""
+        start, h, c0, c1, c2, c3 = numbers
         position = (x - start) / h
-        k = pt.clip(pt.floor(position), 0, last - 1).astype("int64")
-        t = pt.clip(position - k, 0.0, 1.0)
-        y0, y1 = y[k], y[k + 1]
-        m0, m1 = h * m[k], h * m[k + 1]
-        t2, t3 = t * t, t * t * t
-        inside = (
-            (2 * t3 - 3 * t2 + 1) * y0
-            + (t3 - 2 * t2 + t) * m0
-            + (3 * t2 - 2 * t3) * y1
-            + (t3 - t2) * m1
-        )
-        slope = (
-            (6 * t2 - 6 * t) * (y0 - y1) + (3 * t2 - 4 * t + 1) * m0 + (3 * t2 - 2 * t) * m1
-        ) / h
-        below, above = position < 0, position > last
-        value = pt.switch(
-            below,
-            y[0] + m[0] * h * position,
-            pt.switch(above, y[-1] + m[-1] * h * (position - last), inside),
-        )
-        derivative = pt.switch(below, m[0], pt.switch(above, m[-1], slope))
-        return value, derivative
+        k = math.clip(math.floor(position), -1, c0.shape[0] - 2).astype("int64")
+        s = position - k
+        t = math.clip(s, 0.0, 1.0)
+        a0, a1, a2, a3 = c0[k + 1], c1[k + 1], c2[k + 1], c3[k + 1]
+        return a0 + s * a1 + t * t * (a2 + t * a3), (a1 + t * (2 * a2 + 3 * t * a3)) / h
+
+    def __call__(self, x):
+        return self._evaluate(x, self._graph_numbers, pt)
 
     def numpy(self, x):
         """The same function at floats or an array of them."""
-        knots = self.start + self.step * np.arange(self.values.size)
         x = np.asarray(x, dtype=float)
-        cubic = interpolate.CubicHermiteSpline(knots, self.values, self.slopes)
-        inside = cubic(np.clip(x, knots[0], knots[-1]))
-        below = self.values[0] + self.slopes[0] * (x - knots[0])
-        above = self.values[-1] + self.slopes[-1] * (x - knots[-1])
-        return np.where(x < knots[0], below, np.where(x > knots[-1], above, inside))[()]
+        numbers = (self.start, self.step, *self.coefficients)
+        return np.asarray(self._evaluate(x, numbers, np)[0])[()]
 
 
 class QuantileLog(Transform):
@@ -154,7 +162,8 @@ class QuantileLog(Transform):
     :math:`c` only and bounds :math:`x` by :attr:`bound`, :math:`e^{g(u_c)}`: NUTS samples
     :math:`v` with :math:`u = u_c - \tau \log(1 + e^{(u_c - v) / \tau})`,
     :math:`u_c = \min(g^{-1}(c), 6)`, :math:`\tau` = :attr:`cap_width`, so :math:`u \approx v`
-    well below :math:`u_c` and :math:`u < u_c` always; ``log_jac_det`` adds
+    well below :math:`u_c` and :math:`u < u_c` (in floating point, :math:`u` rounds to
+    :math:`u_c` and :math:`x` to the bound far above the cap); ``log_jac_det`` adds
     :math:`\log(du/dv) = -\log(1 + e^{(v - u_c)/\tau})`. The density is unchanged below the
     cap: the posterior sampled is the model's, truncated to :math:`x <` :attr:`bound`.
     :math:`u_c` is at most 6, the last knot of :math:`g`: beyond it :math:`g` is a straight line

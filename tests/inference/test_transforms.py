@@ -49,6 +49,25 @@ def test_hermite_value_and_slope_are_continuous_at_knots_and_ends(hermite, x):
     assert value_and_slope(x)[1] == pytest.approx(numeric, abs=1e-5)
 
 
+def test_hermite_gradients_are_its_slope_and_curvature_and_infinities_stay_infinite(hermite):
+    """What NUTS differentiates: the value's gradient is the slope it returns, and the slope's
+    (the Jacobian term's) is PCHIP's second derivative inside, 0 on the lines."""
+    x = pt.dscalar("x")
+    value, slope = hermite(x)
+    gradients = pytensor.function([x], [pytensor.grad(value, x), slope, pytensor.grad(slope, x)])
+    pchip = interpolate.PchipInterpolator(-1.0 + 0.5 * np.arange(5), hermite.values)
+    for point in (-0.9, -0.3, 0.2, 0.7, 0.95):
+        gradient, returned, curvature = gradients(point)
+        assert gradient == pytest.approx(returned, abs=1e-12)
+        assert curvature == pytest.approx(pchip.derivative(2)(point), abs=1e-10)
+    for point in (-4.0, 3.0):
+        gradient, returned, curvature = gradients(point)
+        assert gradient == pytest.approx(returned, abs=1e-12) and curvature == 0.0
+    both = _function(lambda x: hermite(x)[0])
+    assert both(np.inf) == np.inf and both(-np.inf) == -np.inf
+    assert hermite.numpy(np.inf) == np.inf and hermite.numpy(-np.inf) == -np.inf
+
+
 def _two_bumps(log_axis):
     """Cell probabilities of a marginal with a mode, a dip of about 2 nats and a second mode."""
     density = 0.7 * stats.norm.pdf(log_axis, 0.0, 0.3) + 0.3 * stats.norm.pdf(log_axis, 1.2, 0.2)
