@@ -14,7 +14,14 @@ from pymc_sle import (
     sle_priors,
 )
 from pymc_sle.inference import DEFAULT_POLICY, Basin, grid_posterior
-from pymc_sle.inference._basins import BasinJump, InBasin, add_label, at_start, radius_frames
+from pymc_sle.inference._basins import (
+    BasinJump,
+    InBasin,
+    add_label,
+    at_start,
+    coordinates,
+    radius_frames,
+)
 from pymc_sle.inference._search import _on_quantiles
 from pymc_sle.inference._transforms import CenteredLog, OnRidge, below_cutoff
 from tests.support import synthetic_grid
@@ -269,3 +276,15 @@ def test_radius_basins_split_off_shoulders_and_trenches_drop_the_maps(
     assert [b.mass for b in basins] == pytest.approx(masses, abs=0.02)
     assert all(b.low <= b.radius <= b.high for b in basins)
     assert _on_quantiles(grid, DEFAULT_POLICY) is maps
+
+
+@pytest.mark.parametrize("transform", [CenteredLog(2.0, 0.5), None], ids=["centred log", "none"])
+def test_coordinates_of_several_values_are_each_ones_own_in_its_shape(transform):
+    """One evaluation for a scalar, a list and a matrix: each comes back in its shape, equal to
+    its own evaluation (``None``: the values themselves)."""
+    values = (1.7, [0.5, 3.0], np.array([[1.0, 2.0, 4.0], [8.0, 0.25, 0.1]]))
+    results = coordinates(transform, *values)
+    assert [r.shape for r in results] == [(), (2,), (2, 3)]
+    for value, result in zip(values, results, strict=True):
+        expected = value if transform is None else (np.log(value) - np.log(2.0)) / 0.5
+        np.testing.assert_allclose(result, expected, rtol=1e-15)

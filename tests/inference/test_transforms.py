@@ -63,8 +63,8 @@ def test_hermite_gradients_are_its_slope_and_curvature_and_infinities_stay_infin
     for point in (-4.0, 3.0):
         gradient, returned, curvature = gradients(point)
         assert gradient == pytest.approx(returned, abs=1e-12) and curvature == 0.0
-    both = _function(lambda x: hermite(x)[0])
-    assert both(np.inf) == np.inf and both(-np.inf) == -np.inf
+    value_at = _function(lambda x: hermite(x)[0])
+    assert value_at(np.inf) == np.inf and value_at(-np.inf) == -np.inf
     assert hermite.numpy(np.inf) == np.inf and hermite.numpy(-np.inf) == -np.inf
 
 
