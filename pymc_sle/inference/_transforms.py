@@ -113,7 +113,8 @@ class Hermite:
         k = math.clip(math.floor(position), -1, c0.shape[0] - 2).astype("int64")
         s = position - k
         t = math.clip(s, 0.0, 1.0)
-        a0, a1, a2, a3 = c0[k + 1], c1[k + 1], c2[k + 1], c3[k + 1]
+        piece = k + 1  # the line below the knots is piece 0
+        a0, a1, a2, a3 = c0[piece], c1[piece], c2[piece], c3[piece]
         return a0 + s * a1 + t * t * (a2 + t * a3), (a1 + t * (2 * a2 + 3 * t * a3)) / h
 
     def __call__(self, x):
